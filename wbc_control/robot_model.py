@@ -1,0 +1,271 @@
+"""Robot description: URDF -> Pinocchio model and the joint-name <-> index maps.
+
+`RobotModel` is the immutable part (Pinocchio's `Model` plus index tables); the per-tick
+workspace lives in :class:`wbc_control.robot_state.RobotState`.
+
+Joint conventions. Every actuated joint has one velocity coordinate. Revolute and prismatic
+joints have one position coordinate; continuous joints (Pinocchio's unbounded revolute) have two,
+(cos θ, sin θ), and are exchanged with the outside world as the angle θ. With a floating base the
+first 7 / 6 coordinates of q / v are the free-flyer (position, quaternion xyzw / linear and
+angular velocity in the base frame), which matches nav_msgs/Odometry.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pinocchio as pin
+
+from wbc_control.exceptions import (
+    FrameNotFound,
+    InvalidShape,
+    JointNotFound,
+    MissingJoints,
+    ModelError,
+)
+
+FREE_FLYER_NQ = 7
+FREE_FLYER_NV = 6
+
+
+@dataclass(frozen=True)
+class JointIndexTables:
+    """Index arrays that scatter joint-space values into q and v without Python loops.
+
+    Attributes:
+        q_linear: q indices of 1-coordinate joints, `(k,)`.
+        linear_joints: positions in the actuated-joint order of those joints, `(k,)`.
+        q_cos: q indices of the cosine coordinate of continuous joints, `(c,)`.
+        continuous_joints: positions in the actuated-joint order of continuous joints, `(c,)`.
+        v: v index of each actuated joint, in actuated-joint order, `(n_act,)`.
+    """
+
+    q_linear: np.ndarray
+    linear_joints: np.ndarray
+    q_cos: np.ndarray
+    continuous_joints: np.ndarray
+    v: np.ndarray
+
+
+class RobotModel:
+    """A Pinocchio model with the name maps a controller needs.
+
+    Build it with :meth:`from_urdf_string` or :meth:`from_urdf_path`.
+    """
+
+    def __init__(self, model: pin.Model, floating_base: bool) -> None:
+        self.model = model
+        self.floating_base = floating_base
+        self.name = model.name
+        first = 2 if floating_base else 1
+        names: list[str] = []
+        for joint_id in range(first, model.njoints):
+            joint = model.joints[joint_id]
+            if joint.nv != 1:
+                raise ModelError(
+                    f"joint '{model.names[joint_id]}' has {joint.nv} velocity coordinates; "
+                    'only 1-DoF joints (revolute, continuous, prismatic) are supported '
+                    'below the root'
+                )
+            names.append(model.names[joint_id])
+        self.joint_names: tuple[str, ...] = tuple(names)
+        self._joint_ids = np.arange(first, model.njoints)
+        self.indices = self._build_index_tables()
+        self.frame_names: tuple[str, ...] = tuple(frame.name for frame in model.frames)
+
+    @classmethod
+    def from_urdf_string(cls, urdf_xml: str, floating_base: bool = False) -> 'RobotModel':
+        """Parse URDF XML (the ROS `robot_description` convention)."""
+        if not urdf_xml or not urdf_xml.strip():
+            raise ModelError('robot_description is empty')
+        try:
+            if floating_base:
+                model = pin.buildModelFromXML(urdf_xml, pin.JointModelFreeFlyer())
+            else:
+                model = pin.buildModelFromXML(urdf_xml)
+        except (RuntimeError, ValueError) as error:
+            raise ModelError(f'cannot parse the URDF: {error}') from error
+        return cls(model, floating_base)
+
+    @classmethod
+    def from_urdf_path(cls, path: str | Path, floating_base: bool = False) -> 'RobotModel':
+        """Read a URDF file."""
+        path = Path(path)
+        if not path.is_file():
+            raise ModelError(f"URDF file '{path}' does not exist")
+        return cls.from_urdf_string(path.read_text(), floating_base)
+
+    @property
+    def nq(self) -> int:
+        """Number of configuration coordinates."""
+        return self.model.nq
+
+    @property
+    def nv(self) -> int:
+        """Number of velocity coordinates (degrees of freedom)."""
+        return self.model.nv
+
+    @property
+    def n_actuated(self) -> int:
+        """Number of actuated joints (all joints below the root)."""
+        return len(self.joint_names)
+
+    @property
+    def base_nv(self) -> int:
+        """Velocity coordinates of the unactuated base (6 for a floating base, else 0)."""
+        return FREE_FLYER_NV if self.floating_base else 0
+
+    @property
+    def effort_limits(self) -> np.ndarray:
+        """URDF effort limit per actuated joint, `(n_act,)`; inf where the URDF gives none."""
+        limits = np.asarray(self.model.effortLimit, dtype=float)[self.indices.v].copy()
+        limits[~np.isfinite(limits) | (limits <= 0.0)] = np.inf
+        return limits
+
+    @property
+    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """URDF (lower, upper) position limits per actuated joint; ±inf for continuous joints."""
+        lower = np.full(self.n_actuated, -np.inf)
+        upper = np.full(self.n_actuated, np.inf)
+        tables = self.indices
+        lower[tables.linear_joints] = self.model.lowerPositionLimit[tables.q_linear]
+        upper[tables.linear_joints] = self.model.upperPositionLimit[tables.q_linear]
+        return lower, upper
+
+    def joint_index(self, names: Iterable[str]) -> np.ndarray:
+        """Positions of `names` in the actuated-joint order; JointNotFound lists unknown ones."""
+        lookup = {name: i for i, name in enumerate(self.joint_names)}
+        names = list(names)
+        unknown = [name for name in names if name not in lookup]
+        if unknown:
+            raise JointNotFound(unknown, self.joint_names)
+        return np.array([lookup[name] for name in names], dtype=int)
+
+    def frame_id(self, name: str) -> int:
+        """Pinocchio frame index of `name`; FrameNotFound lists the available frames."""
+        if not self.model.existFrame(name):
+            raise FrameNotFound(name, self.frame_names)
+        return self.model.getFrameId(name)
+
+    def neutral_configuration(self) -> np.ndarray:
+        """Pinocchio's neutral configuration q0, `(nq,)`."""
+        return pin.neutral(self.model)
+
+    def configuration(
+        self,
+        joint_positions: npt.ArrayLike,
+        base_pose: npt.ArrayLike | None = None,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Assemble q from joint positions in actuated order (+ base pose xyz, quaternion xyzw).
+
+        Continuous joints take their angle and are stored as (cos, sin).
+        """
+        positions = np.asarray(joint_positions, dtype=float)
+        if positions.shape != (self.n_actuated,):
+            raise InvalidShape(
+                f'expected {self.n_actuated} joint positions, got shape {positions.shape}'
+            )
+        q = np.empty(self.nq) if out is None else out
+        if self.floating_base:
+            pose = np.asarray(base_pose if base_pose is not None else _IDENTITY_POSE, dtype=float)
+            if pose.shape != (FREE_FLYER_NQ,):
+                raise InvalidShape(f'base pose needs 7 values (xyz, qxyzw), got {pose.shape}')
+            q[:FREE_FLYER_NQ] = pose
+        tables = self.indices
+        q[tables.q_linear] = positions[tables.linear_joints]
+        angles = positions[tables.continuous_joints]
+        q[tables.q_cos] = np.cos(angles)
+        q[tables.q_cos + 1] = np.sin(angles)
+        return q
+
+    def joint_positions(self, q: npt.ArrayLike) -> np.ndarray:
+        """Inverse of :meth:`configuration`: joint positions (angles for continuous joints)."""
+        q = np.asarray(q, dtype=float)
+        tables = self.indices
+        positions = np.empty(self.n_actuated)
+        positions[tables.linear_joints] = q[tables.q_linear]
+        positions[tables.continuous_joints] = np.arctan2(q[tables.q_cos + 1], q[tables.q_cos])
+        return positions
+
+    def velocity(
+        self,
+        joint_velocities: npt.ArrayLike,
+        base_twist: npt.ArrayLike | None = None,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Assemble v from joint velocities (+ base twist: linear, angular, in the base frame)."""
+        velocities = np.asarray(joint_velocities, dtype=float)
+        if velocities.shape != (self.n_actuated,):
+            raise InvalidShape(
+                f'expected {self.n_actuated} joint velocities, got shape {velocities.shape}'
+            )
+        v = np.empty(self.nv) if out is None else out
+        if self.floating_base:
+            twist = np.zeros(FREE_FLYER_NV) if base_twist is None else base_twist
+            twist = np.asarray(twist, dtype=float)
+            if twist.shape != (FREE_FLYER_NV,):
+                raise InvalidShape(f'base twist needs 6 values, got {twist.shape}')
+            v[:FREE_FLYER_NV] = twist
+        v[self.indices.v] = velocities
+        return v
+
+    def _build_index_tables(self) -> JointIndexTables:
+        q_linear, linear, q_cos, continuous, v = [], [], [], [], []
+        for position, joint_id in enumerate(self._joint_ids):
+            joint = self.model.joints[joint_id]
+            v.append(joint.idx_v)
+            if joint.nq == 1:
+                q_linear.append(joint.idx_q)
+                linear.append(position)
+            elif joint.nq == 2:
+                q_cos.append(joint.idx_q)
+                continuous.append(position)
+            else:
+                raise ModelError(
+                    f"joint '{self.model.names[joint_id]}' has nq={joint.nq}; unsupported"
+                )
+        as_int = lambda values: np.array(values, dtype=int)  # noqa: E731
+        return JointIndexTables(
+            as_int(q_linear), as_int(linear), as_int(q_cos), as_int(continuous), as_int(v)
+        )
+
+
+_IDENTITY_POSE = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+
+
+class JointStateMapping:
+    """Maps a JointState's name list onto the model's actuated joints (any order, extras ok).
+
+    The permutation is computed once per distinct name list and reused, so the per-message cost
+    is one fancy-indexing gather.
+    """
+
+    def __init__(self, robot: RobotModel) -> None:
+        self._robot = robot
+        self._cache: dict[tuple[str, ...], np.ndarray] = {}
+
+    def message_indices(self, names: Sequence[str]) -> np.ndarray:
+        """Index into the message arrays for each actuated joint, in model order.
+
+        Raises:
+            MissingJoints: if the message lacks some of the model's joints (lists them).
+            InvalidShape: if a name appears twice.
+        """
+        key = tuple(names)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        if len(set(key)) != len(key):
+            raise InvalidShape('joint_states has duplicate joint names')
+        lookup = {name: i for i, name in enumerate(key)}
+        missing = [name for name in self._robot.joint_names if name not in lookup]
+        if missing:
+            raise MissingJoints(missing)
+        indices = np.array([lookup[name] for name in self._robot.joint_names], dtype=int)
+        if len(self._cache) > 16:
+            self._cache.clear()
+        self._cache[key] = indices
+        return indices
