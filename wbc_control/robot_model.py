@@ -71,7 +71,7 @@ class RobotModel:
                 )
             names.append(model.names[joint_id])
         self.joint_names: tuple[str, ...] = tuple(names)
-        self._joint_ids = np.arange(first, model.njoints)
+        self._joint_ids = range(first, model.njoints)
         self.indices = self._build_index_tables()
         self.frame_names: tuple[str, ...] = tuple(frame.name for frame in model.frames)
 

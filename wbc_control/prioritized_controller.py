@@ -1,0 +1,249 @@
+"""Strictly prioritized operational-space control with Khatib's dynamically consistent inverse.
+
+The recursion of design.md ("The control law"; Khatib 1987, Sentis & Khatib 2005, seeds 002
+and 004), for priority levels k = 0, 1, ... (0 = highest; tasks of a level are stacked)::
+
+    N = I ; q̈ = 0
+    for each level k:
+        Jp   = J_k N                         # what the higher levels leave free
+        Λ    = (Jp M⁻¹ Jpᵀ)⁻¹                # regularized, see wbc_control.task_inertia
+        J̄    = M⁻¹ Jpᵀ Λ                     # dynamically consistent inverse (seed 004)
+        q̈   += J̄ (ẍ*_k − J̇_k v − J_k q̈)
+        N   −= J̄ Jp
+    τ = M q̈ + h
+
+M⁻¹ is applied by Cholesky solves (`RobotState.solve_mass_matrix`), never formed. Because
+J̄ = M⁻¹Jpᵀ Λ and Jp = J N, a lower level's contribution J̄_k(·) satisfies J_i J̄_k = 0 for every
+higher level i whose Λ is exact, so it cannot change a higher level's task acceleration.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
+from wbc_control.robot_model import RobotModel
+from wbc_control.robot_state import RobotState
+from wbc_control.task_inertia import regularized_task_inertia
+from wbc_control.tasks.task import Task
+from wbc_control.torque_limits import TorqueLimiter
+
+DEFAULT_SINGULAR_VALUE_THRESHOLD = 1e-3
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """A task in the controller's list: its name, priority level (0 = highest) and weight."""
+
+    name: str
+    task: Task
+    priority: int = 0
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise InvalidTaskConfig('a task needs a non-empty name')
+        if isinstance(self.priority, bool) or not isinstance(self.priority, int | np.integer):
+            raise InvalidTaskConfig(f"task '{self.name}': priority must be an integer")
+        if self.priority < 0:
+            raise InvalidTaskConfig(f"task '{self.name}': priority must be >= 0")
+        validate_weight(self.name, self.weight)
+
+
+def validate_weight(name: str, weight: float) -> float:
+    """A weight must be finite and positive."""
+    weight = float(weight)
+    if not np.isfinite(weight) or weight <= 0.0:
+        raise InvalidValue(f"task '{name}': weight must be finite and > 0, got {weight}")
+    return weight
+
+
+class TaskReport(NamedTuple):
+    """How one task fared this tick."""
+
+    name: str
+    priority: int
+    error: np.ndarray  # (k,) e
+    error_norm: float
+    desired_acceleration: np.ndarray  # (k,) ẍ*
+    achieved_acceleration: np.ndarray  # (k,) J q̈ + J̇v
+
+
+class LevelReport(NamedTuple):
+    """Health of one priority level's task-space inertia."""
+
+    priority: int
+    task_names: tuple[str, ...]
+    condition_number: float
+    rank: int
+    damped_directions: int
+
+
+class ControllerResult(NamedTuple):
+    """Everything one tick of the controller produced."""
+
+    torque: np.ndarray  # (n_act,) limited command, actuated-joint order
+    torque_unlimited: np.ndarray  # (n_act,) before saturation / rate limiting
+    saturated: np.ndarray  # (n_act,) bool
+    rate_limited: np.ndarray  # (n_act,) bool
+    acceleration: np.ndarray  # (nv,) q̈
+    tasks: tuple[TaskReport, ...]
+    levels: tuple[LevelReport, ...]
+
+
+class _Level:
+    """Tasks sharing one priority, with their stacked row layout."""
+
+    def __init__(self, priority: int, entries: Sequence[TaskEntry]) -> None:
+        self.priority = priority
+        self.entries = tuple(entries)
+        self.names = tuple(entry.name for entry in entries)
+        self.slices = []
+        start = 0
+        for entry in entries:
+            self.slices.append(slice(start, start + entry.task.dim))
+            start += entry.task.dim
+        self.dim = start
+
+    def sqrt_weights(self, weights: dict[str, float]) -> np.ndarray:
+        return np.concatenate(
+            [np.full(entry.task.dim, np.sqrt(weights[entry.name])) for entry in self.entries]
+        )
+
+
+class PrioritizedController:
+    """Computes joint torques from a prioritized task list (fixed-base robots).
+
+    Args:
+        robot: the robot model.
+        entries: the tasks; names must be unique.
+        singular_value_threshold: ε of `wbc_control.task_inertia` (dimensionless).
+        effort_limits: per actuated joint; defaults to the URDF's.
+        torque_rate_limits: per actuated joint (N m/s); default none.
+    """
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        entries: Sequence[TaskEntry],
+        singular_value_threshold: float = DEFAULT_SINGULAR_VALUE_THRESHOLD,
+        effort_limits: npt.ArrayLike | None = None,
+        torque_rate_limits: npt.ArrayLike | None = None,
+    ) -> None:
+        if robot.floating_base:
+            raise ModelError(
+                'PrioritizedController drives fixed-base robots; a floating base needs the '
+                'contact-consistent controller'
+            )
+        names = [entry.name for entry in entries]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise InvalidTaskConfig(f'duplicate task names: {", ".join(duplicates)}')
+        self.robot = robot
+        self.entries = tuple(entries)
+        self.singular_value_threshold = validate_threshold(singular_value_threshold)
+        priorities = sorted({entry.priority for entry in entries})
+        self.levels = tuple(
+            _Level(p, [entry for entry in entries if entry.priority == p]) for p in priorities
+        )
+        self._weights = {entry.name: float(entry.weight) for entry in entries}
+        self._sqrt_weights = tuple(level.sqrt_weights(self._weights) for level in self.levels)
+        limits = robot.effort_limits if effort_limits is None else effort_limits
+        self.limiter = TorqueLimiter(limits, torque_rate_limits)
+        self._null_space = np.eye(robot.nv)
+        self._acceleration = np.zeros(robot.nv)
+
+    def task(self, name: str) -> Task:
+        """The task called `name` (KeyError if unknown)."""
+        for entry in self.entries:
+            if entry.name == name:
+                return entry.task
+        raise KeyError(name)
+
+    def weight(self, name: str) -> float:
+        """Weight of task `name` within its level."""
+        return self._weights[name]
+
+    def set_weight(self, name: str, weight: float) -> None:
+        """Change a task's weight within its level (validated; on error nothing changes)."""
+        if name not in self._weights:
+            raise KeyError(name)
+        weights = dict(self._weights)
+        weights[name] = validate_weight(name, weight)
+        sqrt_weights = tuple(level.sqrt_weights(weights) for level in self.levels)
+        self._weights, self._sqrt_weights = weights, sqrt_weights
+
+    def compute(self, state: RobotState, dt: float | None = None) -> ControllerResult:
+        """One tick: q̈ from the prioritized recursion, τ = M q̈ + h, then torque limits.
+
+        Args:
+            state: kinematics and dynamics already updated for this tick.
+            dt: time since the previous command (s), for the torque-rate limit.
+        """
+        null_space = self._null_space
+        null_space[:] = 0.0
+        np.fill_diagonal(null_space, 1.0)
+        acceleration = self._acceleration
+        acceleration[:] = 0.0
+        level_reports, level_terms = [], []
+        for level, sqrt_weights in zip(self.levels, self._sqrt_weights):
+            terms = [entry.task.compute(state) for entry in level.entries]
+            level_terms.append(terms)
+            jacobian = np.concatenate([t.jacobian for t in terms])  # (m, nv)
+            target = np.concatenate([t.desired_acceleration - t.drift for t in terms])  # (m,)
+            projected = jacobian @ null_space  # (m, nv) Jp
+            inverse_inertia_jt = state.solve_mass_matrix(projected.T)  # (nv, m) M⁻¹Jpᵀ
+            inertia = regularized_task_inertia(
+                projected @ inverse_inertia_jt, sqrt_weights, self.singular_value_threshold
+            )
+            consistent_inverse = inverse_inertia_jt @ inertia.inertia  # (nv, m) J̄
+            acceleration += consistent_inverse @ (target - jacobian @ acceleration)
+            null_space -= consistent_inverse @ projected
+            level_reports.append(
+                LevelReport(
+                    level.priority,
+                    level.names,
+                    inertia.condition_number,
+                    inertia.rank,
+                    inertia.damped,
+                )
+            )
+        full_torque = state.mass_matrix @ acceleration + state.nonlinear_effects
+        torque = full_torque[self.robot.indices.v]
+        limited = self.limiter.apply(torque, dt)
+        return ControllerResult(
+            limited.torque,
+            torque,
+            limited.saturated,
+            limited.rate_limited,
+            acceleration.copy(),
+            self._task_reports(level_terms, acceleration),
+            tuple(level_reports),
+        )
+
+    def _task_reports(self, level_terms: list, acceleration: np.ndarray) -> tuple[TaskReport, ...]:
+        reports = []
+        for level, terms in zip(self.levels, level_terms):
+            for entry, term in zip(level.entries, terms):
+                reports.append(
+                    TaskReport(
+                        entry.name,
+                        entry.priority,
+                        term.error,
+                        float(np.linalg.norm(term.error)),
+                        term.desired_acceleration,
+                        term.jacobian @ acceleration + term.drift,
+                    )
+                )
+        return tuple(reports)
+
+
+def validate_threshold(threshold: float) -> float:
+    """The singular value threshold ε must lie in (0, 1)."""
+    threshold = float(threshold)
+    if not (0.0 < threshold < 1.0):
+        raise InvalidValue(f'singular_value_threshold must be in (0, 1), got {threshold}')
+    return threshold

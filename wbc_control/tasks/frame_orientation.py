@@ -1,0 +1,119 @@
+"""Frame orientation task with an SO(3) logarithm error.
+
+With R the frame rotation in the world and R_ref the target, the error is the world-frame
+rotation vector that takes R onto R_ref, and the Jacobian is the angular block of the
+LOCAL_WORLD_ALIGNED frame Jacobian::
+
+    e = log₃(R_ref Rᵀ),   J = J_ang,   J̇v = ω̇ at q̈ = 0
+    ẍ* = ω̇_ref + K_d (ω_ref − ω) + K_p e
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pinocchio as pin
+
+from wbc_control.exceptions import InvalidValue
+from wbc_control.robot_model import RobotModel
+from wbc_control.robot_state import RobotState
+from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
+
+QUATERNION_NORM_TOLERANCE = 1e-2
+
+
+def rotation_from_quaternion(quaternion_xyzw: npt.ArrayLike) -> np.ndarray:
+    """Rotation matrix of a quaternion given as x, y, z, w (the ROS order).
+
+    Raises:
+        InvalidValue: not finite, or its norm differs from 1 by more than 1 %.
+    """
+    quaternion = as_axis_vector(quaternion_xyzw, 4, 'quaternion (x, y, z, w)')
+    norm = np.linalg.norm(quaternion)
+    if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
+        raise InvalidValue(f'quaternion must have unit norm, got norm {norm:.4g}')
+    x, y, z, w = quaternion / norm
+    return pin.Quaternion(w, x, y, z).toRotationMatrix()
+
+
+@dataclass(frozen=True)
+class AngularReference:
+    """Orientation, angular velocity and acceleration reference (world axes)."""
+
+    rotation: np.ndarray
+    angular_velocity: np.ndarray
+    angular_acceleration: np.ndarray
+
+    @classmethod
+    def create(
+        cls,
+        quaternion_xyzw: npt.ArrayLike,
+        angular_velocity: npt.ArrayLike | None = None,
+        angular_acceleration: npt.ArrayLike | None = None,
+    ) -> 'AngularReference':
+        """Validate a reference; feed-forward terms default to zero."""
+        zero = np.zeros(3)
+        return cls(
+            rotation_from_quaternion(quaternion_xyzw),
+            as_axis_vector(
+                zero if angular_velocity is None else angular_velocity, 3, 'angular velocity'
+            ),
+            as_axis_vector(
+                zero if angular_acceleration is None else angular_acceleration,
+                3,
+                'angular acceleration',
+            ),
+        )
+
+
+def orientation_terms(
+    state: RobotState, frame_id: int, reference: AngularReference, gains: PDGains
+) -> TaskTerms:
+    """Terms of the orientation task; see the module docstring."""
+    rotation = state.frame_placement(frame_id).rotation
+    error = pin.log3(reference.rotation @ rotation.T)
+    angular_velocity = state.frame_velocity(frame_id)[3:]
+    desired = (
+        reference.angular_acceleration
+        + gains.kd * (reference.angular_velocity - angular_velocity)
+        + gains.kp * error
+    )
+    return TaskTerms(
+        state.frame_jacobian(frame_id)[3:],
+        state.frame_drift(frame_id)[3:],
+        error,
+        angular_velocity,
+        desired,
+    )
+
+
+class FrameOrientationTask(Task):
+    """Align a frame's orientation with a target quaternion."""
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        frame: str,
+        target_xyzw: npt.ArrayLike,
+        kp: npt.ArrayLike,
+        kd: npt.ArrayLike | None = None,
+    ) -> None:
+        super().__init__(3, PDGains.create(kp, kd, 3))
+        self.frame = frame
+        self.frame_id = robot.frame_id(frame)
+        self.reference = AngularReference.create(target_xyzw)
+
+    def set_target(
+        self,
+        quaternion_xyzw: npt.ArrayLike,
+        angular_velocity: npt.ArrayLike | None = None,
+        angular_acceleration: npt.ArrayLike | None = None,
+    ) -> None:
+        """Replace the orientation reference."""
+        self.reference = AngularReference.create(
+            quaternion_xyzw, angular_velocity, angular_acceleration
+        )
+
+    def compute(self, state: RobotState) -> TaskTerms:
+        """Task terms; see the module docstring."""
+        return orientation_terms(state, self.frame_id, self.reference, self.gains)

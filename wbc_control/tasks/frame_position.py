@@ -1,0 +1,148 @@
+"""Frame position task with a point, line or plane target (seed 002, "Target/Method").
+
+The target is a set the frame origin p must reach: a point (3 constrained directions), a line
+through `target` along `axis` (the 2 directions normal to the line), or a plane through `target`
+with normal `axis` (1 direction). With P the (k, 3) matrix whose orthonormal rows span the
+constrained directions::
+
+    J = P J_lin,   J̇v = P a_lin,   e = P (p_ref − p)
+    ẍ* = P [Pᵀ P ẍ_ref + K_d Pᵀ P (ṗ_ref − ṗ) + K_p Pᵀ P (p_ref − p)]
+
+where K_p, K_d are diagonal per world axis and the free directions are left uncontrolled.
+"""
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import numpy.typing as npt
+
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
+from wbc_control.robot_model import RobotModel
+from wbc_control.robot_state import RobotState
+from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
+
+
+class TargetSet(Enum):
+    """The set a frame position task drives the frame origin onto."""
+
+    POINT = 'point'
+    LINE = 'line'
+    PLANE = 'plane'
+
+
+@dataclass(frozen=True)
+class LinearReference:
+    """Position, velocity and acceleration reference in the world frame (m, m/s, m/s²)."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+
+    @classmethod
+    def create(
+        cls,
+        position: npt.ArrayLike,
+        velocity: npt.ArrayLike | None = None,
+        acceleration: npt.ArrayLike | None = None,
+    ) -> 'LinearReference':
+        """Validate a reference; velocity and acceleration feed-forward default to zero."""
+        zero = np.zeros(3)
+        return cls(
+            as_axis_vector(position, 3, 'target position'),
+            as_axis_vector(zero if velocity is None else velocity, 3, 'target velocity'),
+            as_axis_vector(
+                zero if acceleration is None else acceleration, 3, 'target acceleration'
+            ),
+        )
+
+
+def constrained_directions(target_set: TargetSet, axis: npt.ArrayLike | None) -> np.ndarray:
+    """Orthonormal rows spanning the directions a target set constrains, `(k, 3)`."""
+    if target_set is TargetSet.POINT:
+        return np.eye(3)
+    if axis is None:
+        raise InvalidTaskConfig(f"a '{target_set.value}' target needs an axis")
+    direction = as_axis_vector(axis, 3, 'axis')
+    norm = np.linalg.norm(direction)
+    if norm < 1e-9:
+        raise InvalidValue('axis must be a non-zero vector')
+    direction = direction / norm
+    if target_set is TargetSet.PLANE:
+        return direction[np.newaxis, :]
+    # Line: the two directions normal to it, from an SVD of the rank-1 projector.
+    _, _, rows = np.linalg.svd(direction[np.newaxis, :])
+    return rows[1:]
+
+
+def position_terms(
+    state: RobotState,
+    frame_id: int,
+    selection: np.ndarray,
+    reference: LinearReference,
+    gains: PDGains,
+) -> TaskTerms:
+    """Terms of the (projected) frame position task; `selection` is P, `(k, 3)`."""
+    position = state.frame_placement(frame_id).translation
+    jacobian = selection @ state.frame_jacobian(frame_id)[:3]
+    drift = selection @ state.frame_drift(frame_id)[:3]
+    velocity_world = state.frame_velocity(frame_id)[:3]
+    projector = selection.T @ selection
+    error_world = projector @ (reference.position - position)
+    velocity_error_world = projector @ (reference.velocity - velocity_world)
+    acceleration_world = (
+        projector @ reference.acceleration
+        + gains.kd * velocity_error_world
+        + gains.kp * error_world
+    )
+    return TaskTerms(
+        jacobian,
+        drift,
+        selection @ error_world,
+        selection @ velocity_world,
+        selection @ acceleration_world,
+    )
+
+
+class FramePositionTask(Task):
+    """Drive a frame's origin onto a point, a line or a plane."""
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        frame: str,
+        target: npt.ArrayLike,
+        kp: npt.ArrayLike,
+        kd: npt.ArrayLike | None = None,
+        constraint: str = 'point',
+        axis: npt.ArrayLike | None = None,
+    ) -> None:
+        try:
+            self.target_set = TargetSet(constraint)
+        except ValueError as error:
+            raise InvalidTaskConfig(
+                f"constraint must be one of point, line, plane; got '{constraint}'"
+            ) from error
+        self.selection = constrained_directions(self.target_set, axis)
+        super().__init__(self.selection.shape[0], PDGains.create(kp, kd, 3))
+        self.frame = frame
+        self.frame_id = robot.frame_id(frame)
+        self.reference = LinearReference.create(target)
+
+    @property
+    def gains_size(self) -> int:
+        """Gains are per world axis (3 values) whatever the target set."""
+        return 3
+
+    def set_target(
+        self,
+        position: npt.ArrayLike,
+        velocity: npt.ArrayLike | None = None,
+        acceleration: npt.ArrayLike | None = None,
+    ) -> None:
+        """Replace the reference (a point on the line / plane for those target sets)."""
+        self.reference = LinearReference.create(position, velocity, acceleration)
+
+    def compute(self, state: RobotState) -> TaskTerms:
+        """Task terms; see the module docstring."""
+        return position_terms(state, self.frame_id, self.selection, self.reference, self.gains)

@@ -1,0 +1,59 @@
+"""Torque saturation at effort limits and an optional torque-rate limit, always reported."""
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from wbc_control.exceptions import InvalidShape, InvalidValue
+
+
+class LimitedTorque(NamedTuple):
+    """Torque after limiting, and which joints were limited."""
+
+    torque: np.ndarray  # (n,) the command to send
+    saturated: np.ndarray  # (n,) bool: clipped at the effort limit
+    rate_limited: np.ndarray  # (n,) bool: clipped by the torque-rate limit
+
+
+class TorqueLimiter:
+    """Clip torques to ±effort limits and, optionally, their change to ±rate · dt.
+
+    Limits of inf mean "no limit". The rate limit needs the previous command, which the limiter
+    keeps; `reset()` forgets it (e.g. after a stale-input stop).
+    """
+
+    def __init__(
+        self, effort_limits: npt.ArrayLike, rate_limits: npt.ArrayLike | None = None
+    ) -> None:
+        self.effort_limits = self._validated(effort_limits, 'effort limits')
+        size = self.effort_limits.shape[0]
+        rate = np.full(size, np.inf) if rate_limits is None else rate_limits
+        self.rate_limits = self._validated(rate, 'torque rate limits', size)
+        self._previous: np.ndarray | None = None
+
+    @staticmethod
+    def _validated(values: npt.ArrayLike, what: str, size: int | None = None) -> np.ndarray:
+        array = np.array(values, dtype=float)
+        if array.ndim != 1 or (size is not None and array.shape[0] != size):
+            raise InvalidShape(f'{what} need one value per joint ({size}), got {array.shape}')
+        if np.isnan(array).any() or (array <= 0.0).any():
+            raise InvalidValue(f'{what} must be positive (inf for none), got {array.tolist()}')
+        return array
+
+    def reset(self) -> None:
+        """Forget the previous command (the next one is not rate limited)."""
+        self._previous = None
+
+    def apply(self, torque: np.ndarray, dt: float | None = None) -> LimitedTorque:
+        """Limit `torque`; `dt` (s) since the previous command enables the rate limit."""
+        limited = np.clip(torque, -self.effort_limits, self.effort_limits)
+        saturated = limited != torque
+        rate_limited = np.zeros(limited.shape, dtype=bool)
+        if self._previous is not None and dt is not None and dt > 0.0:
+            step = self.rate_limits * dt
+            low, high = self._previous - step, self._previous + step
+            rate_limited = (limited < low) | (limited > high)
+            np.clip(limited, low, high, out=limited)
+        self._previous = limited.copy()
+        return LimitedTorque(limited, saturated, rate_limited)
