@@ -23,7 +23,7 @@ class FrameNotFound(WbcError):
         self.available = list(available)
         super().__init__(
             f"frame '{name}' is not in the robot model; available frames: "
-            f"{', '.join(self.available)}"
+            f'{", ".join(self.available)}'
         )
 
 
@@ -34,8 +34,8 @@ class JointNotFound(WbcError):
         self.names = list(names)
         self.available = list(available)
         super().__init__(
-            f"joint(s) {', '.join(repr(n) for n in self.names)} not in the robot model; "
-            f"available joints: {', '.join(self.available)}"
+            f'joint(s) {", ".join(repr(n) for n in self.names)} not in the robot model; '
+            f'available joints: {", ".join(self.available)}'
         )
 
 
@@ -44,7 +44,7 @@ class MissingJoints(WbcError):
 
     def __init__(self, names: Sequence[str]) -> None:
         self.names = list(names)
-        super().__init__(f"joint state lacks joint(s) {', '.join(repr(n) for n in self.names)}")
+        super().__init__(f'joint state lacks joint(s) {", ".join(repr(n) for n in self.names)}')
 
 
 class InvalidShape(WbcError, ValueError):

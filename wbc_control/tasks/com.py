@@ -1,4 +1,6 @@
-"""Centre-of-mass task::
+"""Centre-of-mass task.
+
+With c the centre of mass in the world::
 
     J = J_com,   J̇v = c̈ at q̈ = 0,   e = c_ref − c
     ẍ* = c̈_ref + K_d (ċ_ref − ċ) + K_p e

@@ -1,4 +1,6 @@
-"""Joint posture task over all actuated joints::
+"""Joint posture task over all actuated joints.
+
+With S selecting the actuated joints::
 
     J = S (selects the actuated joints' velocities),   J̇v = 0
     e = (q_ref ⊖ q) restricted to the actuated joints (Pinocchio's `difference`, so continuous
@@ -69,8 +71,6 @@ class JointPostureTask(Task):
         velocity = state.v[self._v_index]
         gains = self.gains
         desired = (
-            acceleration_reference
-            + gains.kd * (velocity_reference - velocity)
-            + gains.kp * error
+            acceleration_reference + gains.kd * (velocity_reference - velocity) + gains.kp * error
         )
         return TaskTerms(self._jacobian, self._drift, error, velocity, desired)

@@ -1,0 +1,1 @@
+"""rclpy nodes: thin translators between ROS messages / parameters and the core."""
