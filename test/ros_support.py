@@ -1,0 +1,133 @@
+"""Helpers for tests that run wbc_control nodes as real processes over real DDS.
+
+`NodeProcess` starts a console script (`wbc_controller`, ...) with `--ros-args`, and
+`RosProbe` is an rclpy node in the test process that publishes and subscribes and spins until
+a condition holds or a timeout expires.
+"""
+
+from collections.abc import Callable
+import os
+from pathlib import Path
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+import yaml
+
+
+def executable(name: str) -> str:
+    """Path of an installed console script, next to the running interpreter first."""
+    candidate = Path(sys.executable).parent / name
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(f'console script {name} is not installed')
+    return found
+
+
+def write_params(node_name: str, parameters: dict) -> Path:
+    """Write a `ros__parameters` YAML file for one node and return its path."""
+    handle = tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False)
+    with handle:
+        yaml.safe_dump({node_name: {'ros__parameters': parameters}}, handle)
+    return Path(handle.name)
+
+
+class NodeProcess:
+    """A node started from its console script; use as a context manager."""
+
+    def __init__(
+        self,
+        script: str,
+        parameters: dict | None = None,
+        node_name: str | None = None,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        args = [executable(script), '--ros-args']
+        if parameters:
+            args += ['--params-file', str(write_params(node_name or script, parameters))]
+        args += extra_args or []
+        self.args = args
+        self.process: subprocess.Popen | None = None
+        self._log = tempfile.NamedTemporaryFile('w+', suffix='.log', delete=False)
+
+    def __enter__(self) -> 'NodeProcess':
+        self.process = subprocess.Popen(
+            self.args, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy()
+        )
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 10.0) -> int:
+        """Send `sig` and wait; kill if it does not exit. Returns the exit code."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def wait(self, timeout: float = 20.0) -> int:
+        """Wait for the process to exit by itself and return its exit code."""
+        assert self.process is not None
+        return self.process.wait(timeout)
+
+    def output(self) -> str:
+        """Everything the process printed so far."""
+        self._log.flush()
+        return Path(self._log.name).read_text()
+
+
+class RosProbe:
+    """An rclpy node for tests: publish, subscribe, spin until a condition holds."""
+
+    def __init__(self, name: str = 'test_probe') -> None:
+        if not rclpy.ok():
+            rclpy.init()
+        self.node = Node(name)
+        self.messages: dict[str, list] = {}
+
+    def subscribe(self, msg_type, topic: str, qos: QoSProfile | int = 10) -> list:
+        """Record every message on `topic`; returns the (live) list."""
+        received: list = []
+        self.messages[topic] = received
+        self.node.create_subscription(msg_type, topic, received.append, qos)
+        return received
+
+    def publisher(self, msg_type, topic: str, qos: QoSProfile | int = 10):
+        """A publisher on `topic`."""
+        return self.node.create_publisher(msg_type, topic, qos)
+
+    def spin_until(self, condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+        """Spin until `condition()` is true (returns True) or `timeout` s pass (False)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            rclpy.spin_once(self.node, timeout_sec=0.01)
+        return condition()
+
+    def spin_for(self, seconds: float) -> None:
+        """Spin for a fixed time."""
+        self.spin_until(lambda: False, seconds)
+
+    def close(self) -> None:
+        """Destroy the node (rclpy stays initialised for other probes)."""
+        self.node.destroy_node()
