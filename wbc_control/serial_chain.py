@@ -5,8 +5,8 @@ homogeneous rods of mass m and length l joined end to end by revolute joints abo
 Its worst condition number grows as O(4 n^4) (seed 001, section 2), which makes it the model of
 choice for tests and benchmarks of ill-conditioned M.
 
-Geometry and conventions, chosen so that the paper's planar frame maps onto a right-handed URDF frame
-with gravity along -z (paper X -> x, paper Y -> z, paper Z = X x Y -> -y):
+Geometry and conventions, chosen so that the paper's planar frame maps onto a right-handed URDF
+frame with gravity along -z (paper X -> x, paper Y -> z, paper Z = X x Y -> -y):
 
 - the first joint sits at the origin of ``base_link``; every rod lies along its own x axis, its
   centre of mass at mid-length, and the next joint at its far end;
@@ -15,10 +15,11 @@ with gravity along -z (paper X -> x, paper Y -> z, paper Z = X x Y -> -y):
 - at q = 0 the chain is straight and horizontal along +x, with its tip at (n l, 0, 0).
 
 The numbers printed in seed 001 eq (7) imply two facts worth knowing when comparing with them:
-its M equals this chain's with ``mass=2.207`` (m l^2 = 2.207 kg m^2, not the 2.2 kg of the text), and
-its phi is the gravity torque of the straight chain inclined 60 degrees from horizontal
-(q = (+-pi/3, 0, ..., 0), cos 60 deg = 1/2, g = 9.81 m/s^2); M does not depend on q1. Both factors
-scale M and phi uniformly, so the condition number, the diagonal ratio and the motion are unaffected.
+its M equals this chain's with ``mass=2.207`` (m l^2 = 2.207 kg m^2, not the 2.2 kg of the
+text), and its phi is the gravity torque of the straight chain inclined 60 degrees from horizontal
+(q = (+-pi/3, 0, ..., 0): cos 60 deg = 1/2, g = 9.81 m/s^2), not of the horizontal chain, whose
+gravity torques are twice as large; M does not depend on q1. The mass scales M and phi alike, so
+the condition number, the diagonal ratio and the motion do not depend on it.
 """
 
 import math
@@ -37,9 +38,9 @@ def serial_chain_urdf(n_links: int, mass: float = 2.2, length: float = 1.0) -> s
     """Build the URDF of a planar chain of ``n_links`` identical slender homogeneous rods.
 
     Each rod has mass ``mass`` at mid-length and central inertia m l^2 / 12 about its transverse
-    axes (seed 001, section 2, Fig. 1). Links are ``link_1`` .. ``link_n``, joints ``joint_1`` ..
-    ``joint_n`` (revolute about -y, limits +-pi), and a massless ``tip`` frame sits at the free end.
-    The effort limit of every joint is twice the torque that holds the whole straight chain
+    axes (seed 001, section 2, Fig. 1). Links are ``link_1`` .. ``link_n``, joints ``joint_1``
+    .. ``joint_n`` (revolute about -y, limits +-pi), and a massless link ``tip`` marks the free
+    end. The effort limit of every joint is twice the torque that holds the whole straight chain
     horizontal at the first joint.
 
     Args:
