@@ -1,0 +1,65 @@
+"""Real robot models for the tests (example-robot-data) and small URDFs written here."""
+
+from functools import cache
+
+import numpy as np
+import pinocchio as pin
+
+from wbc_control.example_robots import example_robot_urdf
+from wbc_control.robot_model import RobotModel
+from wbc_control.robot_state import RobotState
+
+
+@cache
+def robot(name: str) -> RobotModel:
+    """An example-robot-data robot, loaded once per test session."""
+    path, floating_base = example_robot_urdf(name)
+    return RobotModel.from_urdf_path(path, floating_base)
+
+
+def random_state(model: RobotModel, seed: int, speed: float = 1.0) -> RobotState:
+    """A RobotState at a random configuration within limits and a random velocity."""
+    rng = np.random.default_rng(seed)
+    pin.seed(seed)
+    state = RobotState(model)
+    q = pin.randomConfiguration(model.model)
+    if model.floating_base:
+        q[:3] = rng.uniform(-1.0, 1.0, 3)
+    state.update(q, speed * rng.standard_normal(model.nv))
+    return state
+
+
+# Three joints of each supported kind: revolute, continuous (nq = 2, nv = 1), prismatic.
+MIXED_JOINTS_URDF = """<?xml version="1.0"?>
+<robot name="mixed">
+  <link name="base"/>
+  <link name="l1">
+    <inertial><origin xyz="0.1 0 0"/><mass value="1.0"/>
+      <inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <link name="l2">
+    <inertial><origin xyz="0.1 0 0"/><mass value="0.8"/>
+      <inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <link name="l3">
+    <inertial><origin xyz="0.05 0 0"/><mass value="0.5"/>
+      <inertia ixx="0.005" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <link name="tool"/>
+  <joint name="shoulder" type="revolute">
+    <parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit lower="-2" upper="2" effort="40" velocity="2"/>
+  </joint>
+  <joint name="wrist" type="continuous">
+    <parent link="l1"/><child link="l2"/><origin xyz="0.3 0 0"/><axis xyz="0 1 0"/>
+    <limit effort="20" velocity="3"/>
+  </joint>
+  <joint name="slider" type="prismatic">
+    <parent link="l2"/><child link="l3"/><origin xyz="0.2 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="-0.1" upper="0.1" effort="100" velocity="1"/>
+  </joint>
+  <joint name="tool_joint" type="fixed">
+    <parent link="l3"/><child link="tool"/><origin xyz="0.1 0 0"/>
+  </joint>
+</robot>
+"""

@@ -1,0 +1,114 @@
+import xml.etree.ElementTree as ET
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import numpy as np
+import pinocchio as pin
+import pytest
+from robots import MIXED_JOINTS_URDF, robot
+
+from wbc_control.example_robots import example_robot_urdf
+from wbc_control.exceptions import (
+    FrameNotFound,
+    InvalidShape,
+    JointNotFound,
+    MissingJoints,
+    ModelError,
+)
+from wbc_control.robot_model import JointStateMapping, RobotModel
+
+
+def test_panda_joint_names_and_sizes():
+    panda = robot('panda')
+    assert panda.nq == panda.nv == panda.n_actuated == 9
+    assert panda.joint_names[0] == 'panda_joint1'
+    assert panda.joint_names[-1] == 'panda_finger_joint2'
+
+
+def test_effort_limits_match_the_urdf_text():
+    path, _ = example_robot_urdf('panda')
+    root = ET.parse(path).getroot()
+    efforts = {
+        joint.get('name'): float(joint.find('limit').get('effort'))
+        for joint in root.iter('joint')
+        if joint.find('limit') is not None
+    }
+    panda = robot('panda')
+    expected = [efforts[name] for name in panda.joint_names]
+    np.testing.assert_array_equal(panda.effort_limits, expected)
+
+
+def test_continuous_joint_is_exchanged_as_an_angle():
+    model = RobotModel.from_urdf_string(MIXED_JOINTS_URDF)
+    assert (model.nq, model.nv) == (4, 3)
+    q = model.configuration([0.3, 2.5, 0.05])
+    np.testing.assert_allclose(q, [0.3, np.cos(2.5), np.sin(2.5), 0.05])
+    lower, upper = model.position_limits
+    assert np.isinf(lower[1]) and np.isinf(upper[1])
+    assert (lower[0], upper[0]) == (-2.0, 2.0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-3.1, 3.1), min_size=3, max_size=3))
+def test_configuration_round_trip(angles):
+    model = RobotModel.from_urdf_string(MIXED_JOINTS_URDF)
+    q = model.configuration(angles)
+    assert pin.isNormalized(model.model, q)
+    np.testing.assert_allclose(model.joint_positions(q), angles, atol=1e-12)
+
+
+def test_joint_state_mapping_any_order_and_extra_joints():
+    panda = robot('panda')
+    rng = np.random.default_rng(0)
+    names = list(panda.joint_names) + ['gripper_extra', 'camera_pan']
+    order = rng.permutation(len(names))
+    shuffled = [names[i] for i in order]
+    values = np.arange(len(names), dtype=float)[order]
+    index = JointStateMapping(panda).message_indices(shuffled)
+    np.testing.assert_array_equal(values[index], np.arange(panda.n_actuated))
+
+
+def test_joint_state_mapping_reports_missing_and_duplicate_joints():
+    panda = robot('panda')
+    mapping = JointStateMapping(panda)
+    with pytest.raises(MissingJoints, match='panda_joint3'):
+        mapping.message_indices([n for n in panda.joint_names if n != 'panda_joint3'])
+    with pytest.raises(InvalidShape, match='duplicate'):
+        mapping.message_indices(list(panda.joint_names) + ['panda_joint1'])
+
+
+def test_unknown_names_raise_typed_errors_with_the_alternatives():
+    panda = robot('panda')
+    with pytest.raises(FrameNotFound, match='panda_hand') as error:
+        panda.frame_id('hand_typo')
+    assert error.value.name == 'hand_typo'
+    with pytest.raises(JointNotFound, match='elbow'):
+        panda.joint_index(['panda_joint1', 'elbow'])
+
+
+def test_bad_models_raise_model_error(tmp_path):
+    with pytest.raises(ModelError, match='empty'):
+        RobotModel.from_urdf_string('  ')
+    with pytest.raises(ModelError, match='does not exist'):
+        RobotModel.from_urdf_path(tmp_path / 'missing.urdf')
+    with pytest.raises(ModelError):
+        RobotModel.from_urdf_string('<robot name="broken"><link name="a"></robot>')
+
+
+def test_wrong_sizes_raise_invalid_shape():
+    panda = robot('panda')
+    with pytest.raises(InvalidShape):
+        panda.configuration(np.zeros(3))
+    with pytest.raises(InvalidShape):
+        panda.velocity(np.zeros(10))
+
+
+def test_floating_base_layout():
+    talos = robot('talos')
+    assert talos.floating_base
+    assert talos.nq == 7 + talos.n_actuated
+    assert talos.nv == 6 + talos.n_actuated
+    pose = [0.1, 0.2, 1.0, 0.0, 0.0, np.sin(0.25), np.cos(0.25)]
+    q = talos.configuration(np.zeros(talos.n_actuated), base_pose=pose)
+    np.testing.assert_allclose(q[:7], pose)
+    assert talos.indices.v.min() == 6

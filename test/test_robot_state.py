@@ -1,0 +1,119 @@
+"""RobotState against independent Pinocchio calls and finite differences (seed 003)."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import numpy as np
+import pinocchio as pin
+import pytest
+from robots import random_state, robot
+
+from wbc_control.exceptions import InvalidShape, InvalidValue
+from wbc_control.robot_state import RobotState
+
+STEP = 1e-6
+seeds = st.integers(0, 2**31 - 1)
+
+
+def shifted(state: RobotState, step: float) -> RobotState:
+    """The same robot at q ⊕ step·v with the same v."""
+    other = RobotState(state.robot)
+    other.update(pin.integrate(state.model, state.q, step * state.v), state.v)
+    return other
+
+
+def central_difference(state: RobotState, quantity) -> np.ndarray:
+    """d/dt quantity(state) along q̇ = v, q̈ = 0."""
+    return (quantity(shifted(state, STEP)) - quantity(shifted(state, -STEP))) / (2 * STEP)
+
+
+@pytest.mark.parametrize('name', ['panda', 'ur5', 'talos'])
+def test_dynamics_match_independent_pinocchio_calls(name):
+    state = random_state(robot(name), seed=3)
+    model, data = state.model, state.model.createData()
+    mass = pin.crba(model, data, state.q)
+    mass = np.triu(mass) + np.triu(mass, 1).T
+    np.testing.assert_allclose(state.mass_matrix, mass, atol=1e-12)
+    np.testing.assert_array_equal(state.mass_matrix, state.mass_matrix.T)
+    bias = pin.rnea(model, data, state.q, state.v, np.zeros(model.nv))
+    np.testing.assert_allclose(state.nonlinear_effects, bias, atol=1e-10)
+    gravity = pin.computeGeneralizedGravity(model, data, state.q)
+    np.testing.assert_allclose(state.gravity, gravity, atol=1e-10)
+    rhs = np.arange(model.nv, dtype=float)
+    np.testing.assert_allclose(
+        state.solve_mass_matrix(rhs), np.linalg.solve(mass, rhs), rtol=1e-9, atol=1e-9
+    )
+
+
+@settings(max_examples=20, deadline=None)
+@given(seeds)
+def test_frame_jacobian_and_classical_drift_by_finite_differences(seed):
+    state = random_state(robot('panda'), seed)
+    frame = state.robot.frame_id('panda_hand_tcp')
+    jacobian = state.frame_jacobian(frame)
+
+    def position(s):
+        return s.frame_placement(frame).translation.copy()
+
+    np.testing.assert_allclose(
+        central_difference(state, position), jacobian[:3] @ state.v, atol=1e-6
+    )
+    after, before = shifted(state, STEP), shifted(state, -STEP)
+    rotation_rate = pin.log3(
+        after.frame_placement(frame).rotation @ before.frame_placement(frame).rotation.T
+    ) / (2 * STEP)
+    np.testing.assert_allclose(rotation_rate, jacobian[3:] @ state.v, atol=1e-6)
+    drift = central_difference(state, lambda s: s.frame_jacobian(frame) @ s.v)
+    np.testing.assert_allclose(state.frame_drift(frame), drift, atol=1e-5)
+    np.testing.assert_allclose(state.frame_velocity(frame), jacobian @ state.v, atol=1e-12)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seeds)
+def test_com_jacobian_and_drift_by_finite_differences(seed):
+    state = random_state(robot('talos'), seed)
+    com_rate = central_difference(state, lambda s: s.com.copy())
+    np.testing.assert_allclose(state.com_jacobian @ state.v, com_rate, atol=1e-6)
+    np.testing.assert_allclose(state.com_velocity, com_rate, atol=1e-6)
+    drift = central_difference(state, lambda s: s.com_jacobian @ s.v)
+    np.testing.assert_allclose(state.com_drift, drift, atol=1e-5)
+
+
+def christoffel_coriolis(state: RobotState) -> np.ndarray:
+    """C(q, v) from Christoffel symbols of finite-difference ∂M/∂q (seed 003, eqs 16–17)."""
+    model, n = state.model, state.robot.nv
+    derivative = np.empty((n, n, n))  # [i, j, k] = ∂M_ij / ∂q_k
+    for k in range(n):
+        step = np.zeros(n)
+        step[k] = STEP
+        plus, minus = RobotState(state.robot), RobotState(state.robot)
+        plus.update(pin.integrate(model, state.q, step), state.v)
+        minus.update(pin.integrate(model, state.q, -step), state.v)
+        derivative[:, :, k] = (plus.mass_matrix - minus.mass_matrix) / (2 * STEP)
+    christoffel = 0.5 * (
+        derivative + derivative.transpose(0, 2, 1) - derivative.transpose(2, 1, 0)
+    )
+    return christoffel @ state.v  # C_ij = Σ_k Γ_ijk v_k
+
+
+@pytest.mark.parametrize('name', ['panda', 'ur5'])
+def test_christoffel_coriolis_matches_pinocchio_and_is_passive(name):
+    state = random_state(robot(name), seed=11)
+    coriolis = christoffel_coriolis(state)
+    # Seed 003 eq 15: C v from Christoffel symbols equals h − g.
+    np.testing.assert_allclose(
+        coriolis @ state.v, state.nonlinear_effects - state.gravity, atol=1e-6
+    )
+    mass_rate = central_difference(state, lambda s: s.mass_matrix)
+    skew = mass_rate - 2.0 * coriolis
+    np.testing.assert_allclose(skew, -skew.T, atol=1e-6)
+
+
+def test_update_rejects_bad_vectors():
+    state = RobotState(robot('panda'))
+    q, v = state.q.copy(), state.v.copy()
+    with pytest.raises(InvalidShape):
+        state.update(q[:-1], v)
+    bad = v.copy()
+    bad[2] = np.nan
+    with pytest.raises(InvalidValue):
+        state.update(q, bad)

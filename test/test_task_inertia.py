@@ -1,0 +1,65 @@
+"""The regularized task-space inertia (wbc_control.task_inertia)."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import numpy as np
+
+from wbc_control.task_inertia import regularized_task_inertia
+
+
+def random_spd(rng: np.random.Generator, size: int, condition: float) -> np.ndarray:
+    basis, _ = np.linalg.qr(rng.standard_normal((size, size)))
+    return (basis * np.geomspace(1.0, 1.0 / condition, size)) @ basis.T
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 8))
+def test_exact_inverse_away_from_singularity(seed, size):
+    rng = np.random.default_rng(seed)
+    phi = random_spd(rng, size, condition=50.0)
+    result = regularized_task_inertia(phi, np.ones(size), threshold=1e-3)
+    assert result.damped == 0 and result.rank == size
+    np.testing.assert_allclose(result.inertia @ phi, np.eye(size), atol=1e-8)
+
+
+def test_weights_do_not_change_an_exact_inverse():
+    rng = np.random.default_rng(3)
+    phi = random_spd(rng, 4, condition=10.0)
+    weighted = regularized_task_inertia(phi, np.array([1.0, 3.0, 0.2, 5.0]), 1e-3)
+    np.testing.assert_allclose(weighted.inertia, np.linalg.inv(phi), rtol=1e-9)
+
+
+def test_units_do_not_matter_thanks_to_jacobi_scaling():
+    """Scaling one row (metres -> millimetres) leaves the damping decision unchanged."""
+    rng = np.random.default_rng(4)
+    phi = random_spd(rng, 3, condition=2e3)
+    units = np.diag([1.0, 1e3, 1.0])
+    plain = regularized_task_inertia(phi, np.ones(3), 1e-2)
+    scaled = regularized_task_inertia(units @ phi @ units, np.ones(3), 1e-2)
+    assert plain.damped == scaled.damped
+    np.testing.assert_allclose(units @ scaled.inertia @ units, plain.inertia, rtol=1e-8)
+
+
+def test_gain_is_continuous_and_bounded_through_a_singular_direction():
+    """Φ = [[1, c], [c, 1]] has eigenvalues 1 ± c: c → 1 closes one direction."""
+    threshold = 1e-2
+    gaps = np.linspace(0.2, 0.0, 2001)
+    results = [
+        regularized_task_inertia(np.array([[1.0, 1.0 - g], [1.0 - g, 1.0]]), np.ones(2), threshold)
+        for g in gaps
+    ]
+    norms = np.array([np.linalg.norm(r.inertia, 2) for r in results])
+    assert np.isfinite(norms).all()
+    # ‖Λ‖ ≤ 1/ε with ε = threshold · σ_max and σ_max = 2 − gap ≥ 1.8.
+    assert norms.max() <= 1.0 / (threshold * 1.8) + 1e-9
+    assert np.abs(np.diff(norms)).max() < 0.01 * norms.max()
+    assert results[0].damped == 0 and any(r.damped for r in results)
+    assert results[-1].rank == 1
+
+
+def test_directions_without_authority_are_dropped():
+    phi = np.diag([2.0, 0.0, 3.0])
+    result = regularized_task_inertia(phi, np.ones(3), 1e-3)
+    np.testing.assert_allclose(result.inertia, np.diag([0.5, 0.0, 1.0 / 3.0]))
+    empty = regularized_task_inertia(np.zeros((2, 2)), np.ones(2), 1e-3)
+    np.testing.assert_array_equal(empty.inertia, 0.0)

@@ -1,0 +1,34 @@
+import numpy as np
+import pytest
+
+from wbc_control.exceptions import InvalidShape, InvalidValue
+from wbc_control.torque_limits import TorqueLimiter
+
+
+def test_effort_limits_clip_and_report():
+    limiter = TorqueLimiter([10.0, np.inf, 2.0])
+    out = limiter.apply(np.array([12.0, -1e6, -1.0]))
+    np.testing.assert_array_equal(out.torque, [10.0, -1e6, -1.0])
+    np.testing.assert_array_equal(out.saturated, [True, False, False])
+    assert not out.rate_limited.any()
+
+
+def test_rate_limit_bounds_the_change_per_tick_and_reset_forgets():
+    limiter = TorqueLimiter([100.0, 100.0], rate_limits=[1000.0, np.inf])
+    limiter.apply(np.zeros(2), dt=0.001)
+    out = limiter.apply(np.array([50.0, 50.0]), dt=0.001)
+    np.testing.assert_allclose(out.torque, [1.0, 50.0])
+    np.testing.assert_array_equal(out.rate_limited, [True, False])
+    limiter.reset()
+    np.testing.assert_allclose(limiter.apply(np.array([50.0, 0.0]), dt=0.001).torque, [50, 0])
+
+
+@pytest.mark.parametrize('limits', [[1.0, -2.0], [np.nan, 1.0], [0.0, 1.0]])
+def test_invalid_limits_are_rejected(limits):
+    with pytest.raises(InvalidValue):
+        TorqueLimiter(limits)
+
+
+def test_rate_limits_need_one_value_per_joint():
+    with pytest.raises(InvalidShape):
+        TorqueLimiter([1.0, 1.0], rate_limits=[1.0])
