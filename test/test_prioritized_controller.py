@@ -225,5 +225,5 @@ def test_invalid_controller_configuration():
         TaskEntry('a', task, weight=0.0)
     with pytest.raises(InvalidValue):
         PrioritizedController(panda, [TaskEntry('a', task)], singular_value_threshold=0.0)
-    with pytest.raises(ModelError, match='floating base'):
+    with pytest.raises(ModelError, match='contact'):
         PrioritizedController(robot('talos'), [])

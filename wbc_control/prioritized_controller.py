@@ -12,9 +12,17 @@ and 004), for priority levels k = 0, 1, ... (0 = highest; tasks of a level are s
         N   −= J̄ Jp
     τ = M q̈ + h
 
-M⁻¹ is applied by Cholesky solves (`RobotState.solve_mass_matrix`), never formed. Because
-J̄ = M⁻¹Jpᵀ Λ and Jp = J N, a lower level's contribution J̄_k(·) satisfies J_i J̄_k = 0 for every
-higher level i whose Λ is exact, so it cannot change a higher level's task acceleration.
+With rigid contacts (design.md "Contacts and floating base"; Mistry & Righetti 2011; seed 000)
+the contacts are the top level: q̈ starts at −A†ᵀȦq̇ (seed eq 22) and every task level uses
+M† = M⁻¹ − M⁻¹Aᵀ(AM⁻¹Aᵀ)⁻¹AM⁻¹ (seed eq 6, from the block matrix [M Aᵀ; A 0] so that it exists
+where M is singular) in place of M⁻¹. Then A J̄ = A M† Jpᵀ Λ = 0 (seed eq 12): no task can
+violate a contact. The torque is the actuated part of M q̈ + h − Aᵀf, with f the contact forces
+of `wbc_control.contacts` (they balance the unactuated base rows).
+
+Without contacts, M⁻¹ is applied by Cholesky solves (`RobotState.solve_mass_matrix`), never
+formed. Because J̄ = M⁻¹Jpᵀ Λ and Jp = J N, a lower level's contribution J̄_k(·) satisfies
+J_i J̄_k = 0 for every higher level i whose Λ is exact, so it cannot change a higher level's
+task acceleration.
 """
 
 from collections.abc import Sequence
@@ -24,6 +32,14 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from wbc_control.constrained_dynamics import dagger_terms
+from wbc_control.contacts import (
+    Contact,
+    ContactForceReport,
+    base_contact_forces,
+    contact_force_reports,
+    contact_jacobian,
+)
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
 from wbc_control.robot_model import RobotModel
 from wbc_control.robot_state import RobotState
@@ -32,6 +48,7 @@ from wbc_control.tasks.task import Task
 from wbc_control.torque_limits import TorqueLimiter
 
 DEFAULT_SINGULAR_VALUE_THRESHOLD = 1e-3
+DEFAULT_FRICTION_COEFFICIENT = 0.7
 
 
 @dataclass(frozen=True)
@@ -92,6 +109,9 @@ class ControllerResult(NamedTuple):
     acceleration: np.ndarray  # (nv,) q̈
     tasks: tuple[TaskReport, ...]
     levels: tuple[LevelReport, ...]
+    contacts: tuple[ContactForceReport, ...] = ()
+    base_wrench_residual: float = 0.0  # N / N m the contacts cannot balance (floating base)
+    constraint_method: str = ''  # how the dagger terms were computed ('schur' / 'block_lu')
 
 
 class _Level:
@@ -115,14 +135,16 @@ class _Level:
 
 
 class PrioritizedController:
-    """Computes joint torques from a prioritized task list (fixed-base robots).
+    """Computes joint torques from a prioritized task list, under optional rigid contacts.
 
     Args:
-        robot: the robot model.
+        robot: the robot model (a floating base needs at least one contact).
         entries: the tasks; names must be unique.
         singular_value_threshold: ε of `wbc_control.task_inertia` (dimensionless).
         effort_limits: per actuated joint; defaults to the URDF's.
         torque_rate_limits: per actuated joint (N m/s); default none.
+        contacts: frames in rigid contact, the top priority.
+        friction_coefficient: μ for the friction-cone check of contact forces.
     """
 
     def __init__(
@@ -132,12 +154,18 @@ class PrioritizedController:
         singular_value_threshold: float = DEFAULT_SINGULAR_VALUE_THRESHOLD,
         effort_limits: npt.ArrayLike | None = None,
         torque_rate_limits: npt.ArrayLike | None = None,
+        contacts: Sequence[Contact] = (),
+        friction_coefficient: float = DEFAULT_FRICTION_COEFFICIENT,
     ) -> None:
-        if robot.floating_base:
+        if robot.floating_base and not contacts:
             raise ModelError(
-                'PrioritizedController drives fixed-base robots; a floating base needs the '
-                'contact-consistent controller'
+                'a floating-base robot needs at least one contact: its base is not actuated'
             )
+        friction_coefficient = float(friction_coefficient)
+        if not (np.isfinite(friction_coefficient) and friction_coefficient > 0.0):
+            raise InvalidValue(f'friction_coefficient must be > 0, got {friction_coefficient}')
+        self.contacts = tuple(contacts)
+        self.friction_coefficient = friction_coefficient
         names = [entry.name for entry in entries]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
@@ -188,6 +216,7 @@ class PrioritizedController:
         np.fill_diagonal(null_space, 1.0)
         acceleration = self._acceleration
         acceleration[:] = 0.0
+        inverse_inertia, constraint, method = self._constraint(state, acceleration)
         level_reports, level_terms = [], []
         for level, sqrt_weights in zip(self.levels, self._sqrt_weights):
             terms = [entry.task.compute(state) for entry in level.entries]
@@ -195,7 +224,7 @@ class PrioritizedController:
             jacobian = np.concatenate([t.jacobian for t in terms])  # (m, nv)
             target = np.concatenate([t.desired_acceleration - t.drift for t in terms])  # (m,)
             projected = jacobian @ null_space  # (m, nv) Jp
-            inverse_inertia_jt = state.solve_mass_matrix(projected.T)  # (nv, m) M⁻¹Jpᵀ
+            inverse_inertia_jt = inverse_inertia(projected.T)  # (nv, m) M⁻¹Jpᵀ or M†Jpᵀ
             inertia = regularized_task_inertia(
                 projected @ inverse_inertia_jt, sqrt_weights, self.singular_value_threshold
             )
@@ -211,8 +240,16 @@ class PrioritizedController:
                     inertia.damped,
                 )
             )
-        full_torque = state.mass_matrix @ acceleration + state.nonlinear_effects
-        torque = full_torque[self.robot.indices.v]
+        generalized_force = state.mass_matrix @ acceleration + state.nonlinear_effects
+        contact_reports, residual = (), 0.0
+        if constraint is not None:
+            forces = base_contact_forces(constraint, generalized_force, self.robot.base_nv)
+            generalized_force -= constraint.T @ forces.forces
+            contact_reports = contact_force_reports(
+                self.contacts, forces.forces, self.friction_coefficient
+            )
+            residual = forces.base_residual
+        torque = generalized_force[self.robot.indices.v]
         limited = self.limiter.apply(torque, dt)
         return ControllerResult(
             limited.torque,
@@ -222,7 +259,24 @@ class PrioritizedController:
             acceleration.copy(),
             self._task_reports(level_terms, acceleration),
             tuple(level_reports),
+            contact_reports,
+            residual,
+            method,
         )
+
+    def _constraint(self, state: RobotState, acceleration: np.ndarray):
+        """The inverse inertia the task levels see, and the contacts' own acceleration.
+
+        Without contacts: M⁻¹ by Cholesky solves. With contacts: M† from the block matrix, and
+        q̈ ← −A†ᵀ Ȧq̇ (seed 000 eq 22), the mass-weighted least-effort way to keep A q̈ = −Ȧq̇.
+        Raises SingularConstraint if [M Aᵀ; A 0] is not invertible (seed eq 32).
+        """
+        if not self.contacts:
+            return state.solve_mass_matrix, None, ''
+        constraint, drift = contact_jacobian(state, self.contacts)
+        terms = dagger_terms(state.mass_matrix, constraint)
+        acceleration -= terms.a_dagger.T @ drift
+        return terms.m_dagger.__matmul__, constraint, terms.method
 
     def _task_reports(self, level_terms: list, acceleration: np.ndarray) -> tuple[TaskReport, ...]:
         reports = []

@@ -1,0 +1,195 @@
+"""Floating base and rigid contacts (design.md "Contacts and floating base"; seed 000)."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import numpy as np
+import pytest
+from robots import random_state, robot
+
+from wbc_control.constrained_dynamics import dagger_terms
+from wbc_control.contacts import Contact, contact_jacobian
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, SingularConstraint
+from wbc_control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.robot_model import RobotModel
+from wbc_control.robot_state import RobotState
+from wbc_control.tasks import ComTask, FrameOrientationTask, FramePositionTask, JointPostureTask
+
+seeds = st.integers(0, 2**31 - 1)
+FEET = ('left_sole_link', 'right_sole_link')
+
+
+def talos_controller(extra_levels: int = 2, com_target=(0.0, 0.0, 0.9), com_kp=50.0):
+    talos = robot('talos')
+    entries = [TaskEntry('com', ComTask(talos, com_target, kp=com_kp), 0)]
+    if extra_levels >= 1:
+        hand = FramePositionTask(talos, 'gripper_left_base_link', [0.4, 0.3, 1.0], kp=40.0)
+        entries.append(TaskEntry('hand', hand, 1))
+    if extra_levels >= 2:
+        entries.append(
+            TaskEntry(
+                'torso', FrameOrientationTask(talos, 'torso_2_link', [0, 0, 0, 1], kp=30.0), 1
+            )
+        )
+        posture = JointPostureTask(talos, np.zeros(talos.n_actuated), kp=10.0)
+        entries.append(TaskEntry('posture', posture, 2))
+    contacts = [Contact.create(talos, foot, 'surface') for foot in FEET]
+    return PrioritizedController(
+        talos, entries, contacts=contacts, effort_limits=np.full(talos.n_actuated, np.inf)
+    )
+
+
+def kkt_acceleration(state: RobotState, constraint, drift, torque) -> np.ndarray:
+    """Forward dynamics under the contacts: [M Aᵀ; A 0][q̈; λ] = [Sᵀτ − h; −Ȧq̇]."""
+    nv, m = state.robot.nv, constraint.shape[0]
+    generalized = np.zeros(nv)
+    generalized[state.robot.indices.v] = torque
+    block = np.block([[state.mass_matrix, constraint.T], [constraint, np.zeros((m, m))]])
+    rhs = np.concatenate([generalized - state.nonlinear_effects, -drift])
+    return np.linalg.solve(block, rhs)[:nv]
+
+
+@settings(max_examples=15, deadline=None)
+@given(seeds)
+def test_contacts_are_kept_and_the_torque_produces_the_planned_acceleration(seed):
+    state = random_state(robot('talos'), seed, speed=0.3)
+    ctrl = talos_controller()
+    result = ctrl.compute(state)
+    constraint, drift = contact_jacobian(state, ctrl.contacts)
+    np.testing.assert_allclose(constraint @ result.acceleration + drift, 0.0, atol=1e-8)
+    assert result.base_wrench_residual < 1e-8
+    # Closed loop consistency: the rigid-contact dynamics driven by τ give back the same q̈.
+    np.testing.assert_allclose(
+        kkt_acceleration(state, constraint, drift, result.torque),
+        result.acceleration,
+        atol=1e-6,
+    )
+
+
+@settings(max_examples=15, deadline=None)
+@given(seeds)
+def test_lower_levels_never_disturb_higher_ones_in_the_constrained_space(seed):
+    state = random_state(robot('talos'), seed, speed=0.3)
+    alone, full = talos_controller(0).compute(state), talos_controller(2).compute(state)
+    if any(level.damped_directions for level in alone.levels):
+        return
+    com = ComTask(robot('talos'), (0.0, 0.0, 0.9), kp=50.0).compute(state)
+    np.testing.assert_allclose(
+        com.jacobian @ full.acceleration, com.jacobian @ alone.acceleration, atol=1e-7
+    )
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_dagger_identities_on_the_real_robot(seed):
+    state = random_state(robot('talos'), seed)
+    ctrl = talos_controller(0)
+    constraint, _ = contact_jacobian(state, ctrl.contacts)
+    terms = dagger_terms(state.mass_matrix, constraint)
+    mass, m_dagger, a_dagger = state.mass_matrix, terms.m_dagger, terms.a_dagger
+    identity = np.eye(mass.shape[0])
+    np.testing.assert_allclose(mass @ m_dagger + constraint.T @ a_dagger, identity, atol=1e-8)
+    np.testing.assert_allclose(constraint @ m_dagger, 0.0, atol=1e-8)
+    np.testing.assert_allclose(constraint @ a_dagger.T, np.eye(12), atol=1e-8)
+
+
+def test_standing_still_needs_pushing_forces_that_carry_the_weight():
+    talos = robot('talos')
+    state = RobotState(talos)
+    state.update(
+        talos.configuration(np.zeros(talos.n_actuated), [0, 0, 1.0, 0, 0, 0, 1]),
+        np.zeros(talos.nv),
+    )
+    com = state.com.copy()
+    result = talos_controller(0, com_target=com).compute(state)
+    weight = sum(inertia.mass for inertia in talos.model.inertias) * 9.81
+    normal = sum(report.normal_force for report in result.contacts)
+    assert normal == pytest.approx(weight, rel=1e-6)
+    assert not any(report.pulling or report.outside_friction_cone for report in result.contacts)
+
+
+def test_pulling_contact_forces_are_reported():
+    talos = robot('talos')
+    state = RobotState(talos)
+    state.update(
+        talos.configuration(np.zeros(talos.n_actuated), [0, 0, 1.0, 0, 0, 0, 1]),
+        np.zeros(talos.nv),
+    )
+    # Accelerating the COM downwards faster than gravity can only be done by pulling.
+    target = state.com - np.array([0.0, 0.0, 1.0])
+    result = talos_controller(0, com_target=target, com_kp=100.0).compute(state)
+    assert all(report.pulling for report in result.contacts)
+
+
+# Seed 000, section 5: a crank-slider whose coupler is massless. M is singular (eq 31) but the
+# slider constraint covers its null space (eq 32), so the block matrix solution works.
+CRANK_SLIDER = """<?xml version="1.0"?>
+<robot name="crank_slider">
+  <link name="ground"/>
+  <link name="crank">
+    <inertial><origin xyz="0.5 0 0"/><mass value="3.0"/>
+      <inertia ixx="0.01" iyy="0.25" izz="0.25" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <link name="coupler">
+    <inertial><mass value="0.0"/>
+      <inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <link name="slider"/>
+  <joint name="crank_joint" type="revolute">
+    <parent link="ground"/><child link="crank"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="100" velocity="5"/>
+  </joint>
+  <joint name="coupler_joint" type="revolute">
+    <parent link="crank"/><child link="coupler"/><origin xyz="1 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="100" velocity="5"/>
+  </joint>
+  <joint name="slider_joint" type="fixed">
+    <parent link="coupler"/><child link="slider"/><origin xyz="1 0 0"/>
+  </joint>
+</robot>
+"""
+
+
+def test_crank_slider_with_a_massless_coupler_works_through_the_block_matrix():
+    model = RobotModel.from_urdf_string(CRANK_SLIDER)
+    state = RobotState(model)
+    crank = 0.6
+    state.update(model.configuration([crank, -2 * crank]), np.array([0.5, -1.0]))
+    assert np.linalg.matrix_rank(state.mass_matrix) == 1
+    slider = Contact.create(model, 'slider', 'along', axis=[0.0, 1.0, 0.0])
+    posture = JointPostureTask(model, [0.2, -0.4], kp=30.0)
+    ctrl = PrioritizedController(model, [TaskEntry('posture', posture)], contacts=[slider])
+    result = ctrl.compute(state)
+    assert result.constraint_method == 'block_lu'
+    assert np.isfinite(result.torque).all()
+    constraint, drift = contact_jacobian(state, [slider])
+    np.testing.assert_allclose(constraint @ result.acceleration + drift, 0.0, atol=1e-9)
+    np.testing.assert_allclose(
+        kkt_acceleration(state, constraint, drift, result.torque_unlimited),
+        result.acceleration,
+        atol=1e-8,
+    )
+
+
+def test_an_uncovered_massless_link_is_a_clear_error():
+    model = RobotModel.from_urdf_string(CRANK_SLIDER)
+    state = RobotState(model)
+    state.update(model.configuration([0.6, -1.2]), np.zeros(2))
+    # A constraint on the crank alone leaves the massless coupler free: eq 32 fails.
+    crank_tip = Contact.create(model, 'coupler', 'along', axis=[0.0, 1.0, 0.0])
+    ctrl = PrioritizedController(model, [], contacts=[crank_tip])
+    with pytest.raises(SingularConstraint):
+        ctrl.compute(state)
+
+
+def test_bad_contact_descriptions():
+    talos = robot('talos')
+    with pytest.raises(InvalidTaskConfig, match='surface, point or along'):
+        Contact.create(talos, 'left_sole_link', 'glued')
+    with pytest.raises(InvalidTaskConfig, match='axis'):
+        Contact.create(talos, 'left_sole_link', 'along')
+    with pytest.raises(InvalidValue):
+        PrioritizedController(
+            talos,
+            [],
+            contacts=[Contact.create(talos, 'left_sole_link')],
+            friction_coefficient=-1.0,
+        )

@@ -1,0 +1,152 @@
+"""Rigid contacts: constraint Jacobian, base-consistent contact forces and their health.
+
+A contact fixes some directions of a frame's motion, A q̇ = 0 with A = P J (LOCAL_WORLD_ALIGNED,
+P selects rows): a `surface` contact (a foot sole) fixes all 6, a `point` contact (a ball foot)
+the 3 linear ones, and a contact `along` an axis the single linear direction of that axis.
+Its acceleration constraint is A q̈ + Ȧq̇ = 0 (seed 000, eq 19).
+
+Contact forces f (the environment's wrench on the robot, world axes, at the frame origin) enter
+M q̈ + h = Sᵀτ + Aᵀf. For a floating base the 6 unactuated rows decide them::
+
+    A_bᵀ f = M_b q̈ + h_b      (the base rows; A_b = the base columns of A)
+
+Rule: f is the minimum-norm solution (least squares if A_b has rank < 6, with the residual
+reported). For a fixed base f = 0: the torque alone produces the constraint-consistent q̈.
+A force that pulls (normal component < 0 along world z, i.e. flat horizontal ground) or leaves
+the friction cone ‖f_t‖ > μ f_n is reported, never hidden.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
+from wbc_control.robot_model import RobotModel
+from wbc_control.robot_state import RobotState
+
+_WORLD_UP = np.array([0.0, 0.0, 1.0])
+
+
+class ContactType(Enum):
+    """How many directions of the frame's motion a contact fixes."""
+
+    SURFACE = 'surface'
+    POINT = 'point'
+    ALONG = 'along'
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A frame in rigid contact; `rows` selects the constrained rows of its 6D Jacobian."""
+
+    frame: str
+    frame_id: int
+    kind: ContactType
+    rows: np.ndarray  # (k, 6)
+
+    @property
+    def dim(self) -> int:
+        """Number of constrained directions."""
+        return self.rows.shape[0]
+
+    @classmethod
+    def create(
+        cls, robot: RobotModel, frame: str, kind: str = 'surface', axis: npt.ArrayLike = None
+    ) -> 'Contact':
+        """Validate a contact description (FrameNotFound for unknown frames)."""
+        try:
+            contact_type = ContactType(kind)
+        except ValueError as error:
+            raise InvalidTaskConfig(
+                f"contact '{frame}': type must be surface, point or along; got '{kind}'"
+            ) from error
+        frame_id = robot.frame_id(frame)
+        if contact_type is ContactType.SURFACE:
+            rows = np.eye(6)
+        elif contact_type is ContactType.POINT:
+            rows = np.eye(6)[:3]
+        else:
+            rows = np.zeros((1, 6))
+            rows[0, :3] = _unit_axis(frame, axis)
+        rows.flags.writeable = False
+        return cls(frame, frame_id, contact_type, rows)
+
+
+def _unit_axis(frame: str, axis: npt.ArrayLike | None) -> np.ndarray:
+    if axis is None:
+        raise InvalidTaskConfig(f"contact '{frame}' of type 'along' needs an axis")
+    vector = np.asarray(axis, dtype=float)
+    norm = np.linalg.norm(vector) if vector.shape == (3,) else 0.0
+    if not np.isfinite(norm) or norm < 1e-9:
+        raise InvalidValue(f"contact '{frame}': axis must be a finite non-zero 3-vector")
+    return vector / norm
+
+
+def contact_jacobian(
+    state: RobotState, contacts: Sequence[Contact]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stacked constraint Jacobian A `(m, nv)` and drift Ȧq̇ `(m,)` of all contacts."""
+    jacobians = [c.rows @ state.frame_jacobian(c.frame_id) for c in contacts]
+    drifts = [c.rows @ state.frame_drift(c.frame_id) for c in contacts]
+    return np.concatenate(jacobians), np.concatenate(drifts)
+
+
+class ContactForces(NamedTuple):
+    """Contact forces that balance the base rows, and how well they do."""
+
+    forces: np.ndarray  # (m,) stacked, in each contact's constrained directions
+    base_residual: float  # ‖A_bᵀ f − (M_b q̈ + h_b)‖, 0 when the contacts span the base wrench
+
+
+def base_contact_forces(
+    constraint_jacobian: np.ndarray, generalized_force: np.ndarray, base_nv: int
+) -> ContactForces:
+    """Minimum-norm f with A_bᵀ f = (M q̈ + h)_b (module docstring); f = 0 for a fixed base."""
+    if base_nv == 0:
+        return ContactForces(np.zeros(constraint_jacobian.shape[0]), 0.0)
+    base_columns = constraint_jacobian[:, :base_nv].T  # (base_nv, m)
+    target = generalized_force[:base_nv]
+    forces = np.linalg.lstsq(base_columns, target, rcond=None)[0]
+    residual = float(np.linalg.norm(base_columns @ forces - target))
+    return ContactForces(forces, residual)
+
+
+class ContactForceReport(NamedTuple):
+    """One contact's force and whether it is physically plausible."""
+
+    frame: str
+    force: np.ndarray  # (k,) in the contact's constrained directions (world axes)
+    normal_force: float  # N, along world z
+    friction_ratio: float  # ‖f_t‖ / f_n (inf when f_n ≤ 0)
+    pulling: bool
+    outside_friction_cone: bool
+
+
+def contact_force_reports(
+    contacts: Sequence[Contact], forces: np.ndarray, friction_coefficient: float
+) -> tuple[ContactForceReport, ...]:
+    """Split stacked forces per contact and check unilaterality and the friction cone."""
+    reports, start = [], 0
+    for contact in contacts:
+        force = forces[start : start + contact.dim]
+        start += contact.dim
+        linear = contact.rows[:, :3].T @ force  # the linear force in world axes
+        normal = float(linear @ _WORLD_UP)
+        tangential = float(np.linalg.norm(linear - normal * _WORLD_UP))
+        ratio = tangential / normal if normal > 0.0 else np.inf
+        checks_friction = contact.kind is not ContactType.ALONG
+        reports.append(
+            ContactForceReport(
+                contact.frame,
+                force,
+                normal,
+                ratio,
+                checks_friction and normal < 0.0,
+                checks_friction and ratio > friction_coefficient,
+            )
+        )
+    return tuple(reports)
