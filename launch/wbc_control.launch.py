@@ -1,0 +1,68 @@
+"""Controller and diagnostics sidecar for a real robot or Gazebo.
+
+    ros2 launch wbc_control wbc_control.launch.py urdf_path:=/path/robot.urdf \
+        controller_params:=/path/my_controller.yaml
+
+The robot model comes from `robot_description` (URDF XML, e.g. from xacro) or `urdf_path`.
+Both nodes publish on relative topics, so `namespace:=` and remappings work as usual.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+PACKAGE = 'wbc_control'
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Declare the arguments and the two nodes."""
+    config = PathJoinSubstitution([FindPackageShare(PACKAGE), 'config'])
+    arguments = [
+        DeclareLaunchArgument('urdf_path', default_value='', description='URDF file'),
+        DeclareLaunchArgument(
+            'robot_description', default_value='', description='URDF XML (overrides urdf_path)'
+        ),
+        DeclareLaunchArgument('floating_base', default_value='false'),
+        DeclareLaunchArgument(
+            'controller_params',
+            default_value=PathJoinSubstitution([config, 'panda_controller.yaml']),
+            description='wbc_controller parameters (tasks, gains, targets)',
+        ),
+        DeclareLaunchArgument(
+            'diagnostics_params',
+            default_value=PathJoinSubstitution([config, 'diagnostics.yaml']),
+            description='wbc_diagnostics parameters (thresholds, rates)',
+        ),
+        DeclareLaunchArgument('use_sim_time', default_value='false'),
+        DeclareLaunchArgument('namespace', default_value=''),
+    ]
+    model = {
+        'urdf_path': LaunchConfiguration('urdf_path'),
+        'robot_description': ParameterValue(
+            LaunchConfiguration('robot_description'), value_type=str
+        ),
+        'floating_base': ParameterValue(LaunchConfiguration('floating_base'), value_type=bool),
+        'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool),
+    }
+    controller = Node(
+        package=PACKAGE,
+        executable='wbc_controller',
+        name='wbc_controller',
+        namespace=LaunchConfiguration('namespace'),
+        parameters=[LaunchConfiguration('controller_params'), model],
+        output='screen',
+        emulate_tty=True,
+    )
+    diagnostics = Node(
+        package=PACKAGE,
+        executable='wbc_diagnostics',
+        name='wbc_diagnostics',
+        namespace=LaunchConfiguration('namespace'),
+        parameters=[LaunchConfiguration('diagnostics_params'), model],
+        output='screen',
+        emulate_tty=True,
+    )
+    return LaunchDescription([*arguments, controller, diagnostics])
