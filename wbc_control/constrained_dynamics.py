@@ -107,8 +107,9 @@ def dagger_terms(
     Choice rule of 'auto': take 'schur' if the Cholesky factorization of the Jacobi-scaled M
     (diag(M)^(-1/2) M diag(M)^(-1/2)) succeeds and its LAPACK reciprocal condition estimate
     (xPOCON, 1-norm) is at least SCHUR_MIN_RCOND; otherwise take 'block_lu'. The Jacobi scaling
-    makes the check unit-independent, and Cholesky's accuracy is governed by exactly that scaled
-    condition number.
+    makes the check unit-independent, and it is the scaled condition number that bounds the
+    accuracy of a Cholesky solve (van der Sluis). With M that well conditioned, the block matrix is
+    singular exactly when A M⁻¹ Aᵀ is, so a rank-deficient A raises from the Schur path.
 
     Args:
         M: Symmetric mass matrix, (n, n). Positive definite for 'schur'; may be singular for
