@@ -1,0 +1,68 @@
+"""Build script for wbc_control: a ROS 2 ament_python package that also installs with pip."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE_NAME = 'wbc_control'
+
+# Executables, one 'name = module:function' string per line. Each is added by the change that
+# makes its node work, never as a stub; test/test_packaging.py checks that every entry imports.
+CONSOLE_SCRIPTS = []
+
+# The ROS 2 client libraries of one distribution, as PyPI wheels. The ros-<distro>-* names are
+# meta-packages that pin the matching ros-* wheels, so a newer distribution published under the
+# unprefixed names can never slip into an environment that asked for an older one.
+ROS_WHEELS = [
+    'rclpy',
+    'rcl-interfaces',
+    'std-msgs',
+    'sensor-msgs',
+    'geometry-msgs',
+    'nav-msgs',
+    'diagnostic-msgs',
+    'rosgraph-msgs',
+    'rmw-fastrtps-cpp',
+]
+
+
+def ros_distribution(distro: str) -> list[str]:
+    """PyPI requirements for the ROS 2 wheels of `distro`."""
+    return [f'ros-{distro}-{name}' for name in ROS_WHEELS]
+
+
+setup(
+    name=PACKAGE_NAME,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE_NAME}']),
+        (f'share/{PACKAGE_NAME}', ['package.xml']),
+        (f'share/{PACKAGE_NAME}/launch', sorted(glob('launch/*.launch.py'))),
+        (f'share/{PACKAGE_NAME}/config', sorted(glob('config/*.yaml'))),
+    ],
+    # A ROS 2 workspace gets numpy, scipy and Pinocchio from rosdep (package.xml), and rosdep's
+    # Pinocchio carries no pip metadata: requiring 'pin' here would break installs there.
+    # The pip route asks for them through the extras below.
+    install_requires=['setuptools'],
+    extras_require={
+        'core': ['numpy', 'scipy', 'pin'],
+        'kilted': ros_distribution('kilted'),
+        'jazzy': ros_distribution('jazzy'),
+        'sim': ['mujoco', 'matplotlib', 'example-robot-data'],
+        'test': [
+            'pytest',
+            'hypothesis',
+            'pyyaml',
+            'ruff',
+            'example-robot-data',
+            'colcon-common-extensions',
+        ],
+    },
+    python_requires='>=3.10',
+    maintainer='wbc_control maintainers',
+    maintainer_email='maintainers@wbc-control.invalid',
+    description='Whole-body torque control with strictly prioritized operational-space tasks.',
+    license='Apache-2.0',
+    entry_points={'console_scripts': CONSOLE_SCRIPTS},
+)
