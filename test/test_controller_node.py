@@ -1,0 +1,634 @@
+"""The `wbc_controller` console script over real DDS: torques, bad inputs, live tuning, safety.
+
+Each node runs as a subprocess started from its console script; the test process talks to it
+through an rclpy probe node. Nodes that several tests share are module-scoped.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+import signal
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import PoseStamped
+import numpy as np
+import numpy.testing as npt
+import pinocchio as pin
+import pytest
+from rcl_interfaces.srv import GetParameters, SetParameters
+from rclpy.parameter import Parameter, parameter_value_to_python
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from robots import robot
+from ros_support import NodeProcess, RosProbe
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+import yaml
+
+from wbc_control.example_robots import example_robot_urdf
+from wbc_control.exceptions import InvalidValue
+from wbc_control.nodes.controller_node import ControllerNode
+from wbc_control.prioritized_controller import ControllerResult, PrioritizedController
+from wbc_control.robot_state import RobotState
+from wbc_control.task_config import build_entries, parse_controller_settings, parse_tasks
+
+CONFIG = Path(__file__).resolve().parent.parent / 'config' / 'panda_controller.yaml'
+URDF = str(example_robot_urdf('panda')[0])
+READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
+JOINTS = list(robot('panda').joint_names)
+POSTURE = {
+    'task_names': ['posture'],
+    'tasks': {
+        'posture': {'type': 'joint_posture', 'kp': 25.0, 'kd': 10.0, 'target': READY.tolist()}
+    },
+}
+COMMON = {'urdf_path': URDF, 'diagnostics_rate': 20.0}
+ZERO = np.zeros(len(JOINTS))
+
+
+# Helpers ------------------------------------------------------------------------------------
+
+
+def example_parameters() -> dict:
+    return yaml.safe_load(CONFIG.read_text())['wbc_controller']['ros__parameters']
+
+
+def core_result(
+    parameters: dict, positions: np.ndarray, velocities: np.ndarray
+) -> ControllerResult:
+    """What the core computes for a parameter set (the node must publish exactly this)."""
+    panda = robot('panda')
+    settings = parse_controller_settings(panda, parameters)
+    specs = parse_tasks(panda, parameters['task_names'], parameters['tasks'])
+    controller = PrioritizedController(
+        panda,
+        build_entries(panda, specs),
+        settings.singular_value_threshold,
+        settings.effort_limits,
+        settings.torque_rate_limits,
+    )
+    state = RobotState(panda)
+    state.update(panda.configuration(positions), panda.velocity(velocities))
+    return controller.compute(state)
+
+
+def near_ready(
+    seed: int, spread: float = 0.1, speed: float = 0.2
+) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    positions = READY + spread * rng.uniform(-1.0, 1.0, 9)
+    positions[7:] = np.clip(positions[7:], 0.0, 0.04)
+    return positions, speed * rng.standard_normal(9)
+
+
+def joint_state(
+    names: list[str], positions, velocities, stamp: tuple[int, int] = (0, 0)
+) -> JointState:
+    msg = JointState()
+    msg.header.stamp.sec, msg.header.stamp.nanosec = stamp
+    msg.name = list(names)
+    msg.position = [float(x) for x in positions]
+    msg.velocity = [float(x) for x in velocities]
+    return msg
+
+
+class Controller:
+    """A running controller process and the probe's endpoints for it."""
+
+    def __init__(
+        self,
+        probe: RosProbe,
+        namespace: str,
+        node_name: str,
+        parameters: dict,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        full_name = f'{namespace}/{node_name}'.replace('//', '/')
+        args = ['-r', f'__ns:={namespace}', '-r', f'__node:={node_name}', *(extra_args or [])]
+        self.process = NodeProcess('wbc_controller', parameters, full_name, args).__enter__()
+        self.name, self.probe = node_name, probe
+        prefix = namespace.rstrip('/')
+        self.commands: list[tuple[float, np.ndarray]] = []
+        probe.node.create_subscription(
+            Float64MultiArray,
+            f'{prefix}/effort_controller/commands',
+            lambda msg: self.commands.append((time.monotonic(), np.array(msg.data))),
+            10,
+        )
+        self.joint_states = probe.publisher(JointState, f'{prefix}/joint_states')
+        self.topic_prefix = f'{full_name}/'
+        self.set_client = probe.node.create_client(SetParameters, f'{full_name}/set_parameters')
+        self.get_client = probe.node.create_client(GetParameters, f'{full_name}/get_parameters')
+        self._ready = False
+
+    def wait_ready(self) -> 'Controller':
+        """Block until the node is up: subscribed, serving parameters, publishing."""
+        self._ready = self._ready or self.probe.spin_until(
+            lambda: (
+                self.joint_states.get_subscription_count() > 0
+                and self.set_client.service_is_ready()
+                and self.commands
+            ),
+            timeout=30.0,
+        )
+        assert self._ready, f'controller did not come up:\n{self.process.output()}'
+        return self
+
+    def publish(self, msg: JointState) -> None:
+        """Publish one joint state."""
+        self.joint_states.publish(msg)
+
+    def command_after(self, msg: JointState, accept: Callable[[np.ndarray], bool]) -> np.ndarray:
+        """Publish `msg` (again every 0.5 s) until a command that `accept`s arrives."""
+        self.commands.clear()
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            self.publish(msg)
+            if self.probe.spin_until(lambda: any(accept(c) for _, c in self.commands), 0.5):
+                return next(c for _, c in self.commands if accept(c))
+        raise AssertionError(f'no matching command; node output:\n{self.process.output()}')
+
+    def torque_for(self, msg: JointState) -> np.ndarray:
+        """The task torque (not the zero safe command) that answers `msg`."""
+        return self.command_after(msg, lambda command: np.abs(command).max() > 1e-9)
+
+    def commands_within(self, seconds: float) -> list[np.ndarray]:
+        """The commands that arrive in the next `seconds`."""
+        self.commands.clear()
+        self.probe.spin_for(seconds)
+        return [command for _, command in self.commands]
+
+    def set_parameters(self, **values) -> list:
+        """SetParameters on the node's service (`a__b` stands for `a.b`); the results."""
+        parameters = [
+            Parameter(name.replace('__', '.'), value=value).to_parameter_msg()
+            for name, value in values.items()
+        ]
+        return self._call(self.set_client, SetParameters.Request(parameters=parameters)).results
+
+    def get_parameter(self, name: str):
+        """A parameter's current value, from the node's GetParameters service."""
+        response = self._call(self.get_client, GetParameters.Request(names=[name]))
+        return parameter_value_to_python(response.values[0])
+
+    def _call(self, client, request):
+        future = client.call_async(request)
+        assert self.probe.spin_until(future.done, 10.0), 'parameter service did not answer'
+        return future.result()
+
+    def diagnostics(self, condition: Callable[[dict], bool], timeout: float = 10.0) -> dict:
+        """The latest statuses of this node ({check: status}) once `condition` holds."""
+        latest: dict = {}
+
+        def record(msg: DiagnosticArray) -> None:
+            for status in msg.status:
+                node, _, check = status.name.partition(': ')
+                if node == self.name:
+                    latest[check] = status
+
+        subscription = self.probe.node.create_subscription(
+            DiagnosticArray, '/diagnostics', record, 10
+        )
+        try:
+            met = self.probe.spin_until(lambda: bool(latest) and condition(latest), timeout)
+        finally:
+            self.probe.node.destroy_subscription(subscription)
+        assert met, f'diagnostics condition not met; last: {latest}'
+        return latest
+
+    def stop(self, sig: int = signal.SIGINT) -> int:
+        """Signal the process and return its exit code."""
+        return self.process.stop(sig)
+
+
+def values(status) -> dict[str, str]:
+    return {item.key: item.value for item in status.values}
+
+
+FAILING_STARTS = {
+    'no-model': ({'urdf_path': ''}, ['robot_description', 'urdf_path']),
+    'unknown-frame': (
+        {'tasks': {'posture': {'type': 'frame_pose', 'frame': 'gripper', 'kp': 1.0}}},
+        ['tasks.posture.frame', "'gripper'", 'panda_hand'],
+    ),
+    'unknown-joint': (
+        {'command_joints': ['panda_joint1', 'wrist']},
+        ['command_joints', "'wrist'"],
+    ),
+    'contacts': ({'contacts': ['panda_leftfinger']}, ['contacts', 'not yet supported']),
+    'field-typo': (
+        {'tasks': {'posture': {'type': 'joint_posture', 'kP': 1.0}}},
+        ['tasks.posture.kP', 'unknown field'],
+    ),
+}
+
+
+@pytest.fixture(scope='module')
+def probe():
+    probe = RosProbe('controller_node_test')
+    yield probe
+    probe.close()
+
+
+@pytest.fixture(scope='module')
+def nodes(probe):
+    """Every process of this module, started together so that their start-ups overlap."""
+    started = {
+        'posture': Controller(
+            probe,
+            '/posture',
+            'posture_controller',
+            {**COMMON, **POSTURE, 'joint_state_timeout': 3.0},
+        ),
+        # The shipped Panda example (hand pose over posture), commanding all nine joints.
+        'example': Controller(
+            probe,
+            '/',
+            'wbc_controller',
+            COMMON,
+            ['--params-file', str(CONFIG), '-p', f'command_joints:=[{", ".join(JOINTS)}]'],
+        ),
+        'stale': Controller(
+            probe, '/stale', 'stale_controller', {**COMMON, **POSTURE, 'joint_state_timeout': 0.2}
+        ),
+        'SIGINT': Controller(probe, '/sigint', 'sigint_controller', {**COMMON, **POSTURE}),
+        'SIGTERM': Controller(probe, '/sigterm', 'sigterm_controller', {**COMMON, **POSTURE}),
+    }
+    for key, (parameters, _) in FAILING_STARTS.items():
+        process = NodeProcess('wbc_controller', {**COMMON, **POSTURE, **parameters})
+        started[key] = process.__enter__()
+    yield started
+    for node in started.values():
+        node.stop()
+
+
+@pytest.fixture(scope='module')
+def posture(nodes):
+    """A posture-only controller (computed torque) on all nine joints."""
+    return nodes['posture'].wait_ready()
+
+
+@pytest.fixture(scope='module')
+def example(nodes):
+    """The shipped Panda example (hand pose over posture), commanding all nine joints."""
+    return nodes['example'].wait_ready()
+
+
+# Torques ------------------------------------------------------------------------------------
+
+
+def test_posture_only_torque_is_the_core_result_and_computed_torque(posture):
+    positions, velocities = near_ready(1)
+    command = posture.torque_for(joint_state(JOINTS, positions, velocities))
+    expected = core_result({**COMMON, **POSTURE}, positions, velocities)
+    assert not expected.saturated.any()
+    npt.assert_allclose(command, expected.torque, rtol=1e-9, atol=1e-9)
+    # Independent: τ = M (kp e − kd v) + h with Pinocchio's CRBA and RNEA.
+    model = robot('panda').model
+    data = model.createData()
+    q = robot('panda').configuration(positions)
+    mass = pin.crba(model, data, q)
+    mass = np.triu(mass) + np.triu(mass, 1).T
+    h = pin.rnea(model, data, q, velocities, np.zeros(9))
+    npt.assert_allclose(command, mass @ (25.0 * (READY - positions) - 10.0 * velocities) + h)
+
+
+def test_top_task_acceleration_is_achieved_exactly(example):
+    positions, velocities = near_ready(3, spread=0.03, speed=0.05)
+    command = example.torque_for(joint_state(JOINTS, positions, velocities))
+    parameters = {**example_parameters(), **COMMON, 'command_joints': JOINTS}
+    expected = core_result(parameters, positions, velocities)
+    assert not expected.saturated.any()
+    npt.assert_allclose(command, expected.torque, rtol=1e-9, atol=1e-9)
+    # Independent: q̈ = M⁻¹(τ − h) by ABA, then J q̈ + J̇v = ẍ* for the hand pose.
+    model = robot('panda').model
+    data = model.createData()
+    q = robot('panda').configuration(positions)
+    acceleration = pin.aba(model, data, q, velocities, command)
+    hand = model.getFrameId('panda_hand')
+    world = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    jacobian = pin.computeFrameJacobian(model, data, q, hand, world)
+    pin.forwardKinematics(model, data, q, velocities, np.zeros(9))
+    pin.updateFramePlacements(model, data)
+    drift = pin.getFrameClassicalAcceleration(model, data, hand, world).vector
+    oMhand = data.oMf[hand]
+    target = example_parameters()['tasks']['hand']['target']
+    x, y, z, w = target[3:]
+    error = np.concatenate(
+        [
+            np.array(target[:3]) - oMhand.translation,
+            pin.log3(pin.Quaternion(w, x, y, z).toRotationMatrix() @ oMhand.rotation.T),
+        ]
+    )
+    kp = np.array(example_parameters()['tasks']['hand']['kp'])
+    desired = kp * error - 2.0 * np.sqrt(kp) * (jacobian @ velocities)
+    npt.assert_allclose(jacobian @ acceleration + drift, desired, atol=1e-6)
+
+
+def test_joint_order_and_extra_joints_do_not_matter(posture):
+    positions, velocities = near_ready(3)
+    reference = posture.torque_for(joint_state(JOINTS, positions, velocities))
+    order = np.random.default_rng(0).permutation(9)
+    names = [JOINTS[i] for i in order] + ['conveyor_joint']
+    shuffled = joint_state(names, [*positions[order], 1.0], [*velocities[order], 0.5])
+    npt.assert_allclose(posture.torque_for(shuffled), reference, rtol=1e-12, atol=1e-12)
+
+
+def rejected_count(controller: Controller, reason: str) -> int:
+    inputs = controller.diagnostics(lambda s: 'inputs' in s)['inputs']
+    return int(values(inputs).get(f'rejected.joint_states.{reason}', 0))
+
+
+@pytest.mark.parametrize(
+    'reason, make',
+    [
+        ('joints', lambda q, v: joint_state(JOINTS[1:], q[1:], v[1:])),
+        ('non_finite', lambda q, v: joint_state(JOINTS, [np.nan, *q[1:]], v)),
+        ('non_finite', lambda q, v: joint_state(JOINTS, q, [*v[:8], np.inf])),
+        ('ragged', lambda q, v: joint_state(JOINTS, q[:8], v)),
+        ('ragged', lambda q, v: joint_state(JOINTS, q, [])),
+    ],
+    ids=['missing-joint', 'nan-position', 'inf-velocity', 'ragged-positions', 'no-velocities'],
+)
+def test_bad_joint_states_never_reach_the_output(posture, reason, make):
+    positions, velocities = near_ready(4)
+    posture.torque_for(joint_state(JOINTS, positions, velocities))
+    before = rejected_count(posture, reason)
+    bad = make(positions, velocities)
+    for _ in range(3):
+        posture.publish(bad)
+    assert posture.commands_within(0.5) == []
+    posture.diagnostics(
+        lambda s: int(values(s['inputs']).get(f'rejected.joint_states.{reason}', 0)) >= before + 1
+    )
+    assert posture.process.alive()
+
+
+def test_old_stamps_are_dropped(posture):
+    early, late = near_ready(5), near_ready(6)
+    posture.torque_for(joint_state(JOINTS, *late, stamp=(1000, 0)))
+    posture.publish(joint_state(JOINTS, *early, stamp=(999, 0)))
+    posture.publish(joint_state(JOINTS, *late, stamp=(1000, 0)))
+    assert posture.commands_within(0.5) == []
+    expected = core_result({**COMMON, **POSTURE}, *early).torque
+    newer = joint_state(JOINTS, *early, stamp=(1001, 0))
+    npt.assert_allclose(posture.torque_for(newer), expected, rtol=1e-9, atol=1e-9)
+    assert posture.process.alive()
+
+
+# Live parameters and targets ----------------------------------------------------------------
+
+
+def test_a_live_gain_change_changes_the_torque(posture):
+    state = joint_state(JOINTS, *near_ready(7))
+    before = posture.torque_for(state)
+    assert posture.set_parameters(tasks__posture__kp=[40.0] * 9)[0].successful
+    after = posture.command_after(state, lambda command: not np.allclose(command, before))
+    parameters = {**COMMON, **POSTURE}
+    parameters['tasks'] = {'posture': {**POSTURE['tasks']['posture'], 'kp': [40.0] * 9}}
+    npt.assert_allclose(after, core_result(parameters, *near_ready(7)).torque, atol=1e-9)
+    assert posture.set_parameters(tasks__posture__kp=25.0)[0].successful
+
+
+@pytest.mark.parametrize(
+    'name, value, words',
+    [
+        ('tasks.posture.kp', -1.0, ['tasks.posture.kp', 'non-negative']),
+        ('tasks.posture.kp', float('nan'), ['tasks.posture.kp', 'non-finite']),
+        ('tasks.posture.kd', [1.0, 2.0], ['tasks.posture.kd', '9 values']),
+        ('tasks.posture.target', [0.0] * 9, ['panda_joint4']),
+        ('tasks.posture.weight', 0.0, ['tasks.posture.weight']),
+        ('tasks.posture.kp', 'stiff', ['tasks.posture.kp', 'number']),
+        ('singular_value_threshold', 2.0, ['singular_value_threshold']),
+        ('stale_command', 'hold', ['stale_command', 'zero, gravity']),
+        ('tasks.posture.priority', 3, ['read-only']),
+        ('joint_state_timeout', 1.0, ['read-only']),
+    ],
+)
+def test_invalid_live_changes_are_rejected_and_the_old_value_kept(posture, name, value, words):
+    old = posture.get_parameter(name)
+    (result,) = posture.set_parameters(**{name.replace('.', '__'): value})
+    assert not result.successful
+    for word in words:
+        assert word in result.reason
+    assert posture.get_parameter(name) == old
+    state = joint_state(JOINTS, *near_ready(8))
+    expected = core_result({**COMMON, **POSTURE}, *near_ready(8)).torque
+    npt.assert_allclose(posture.torque_for(state), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_a_posture_target_topic_changes_the_torque(posture, probe):
+    publisher = probe.publisher(JointState, posture.topic_prefix + 'posture/target')
+    assert probe.spin_until(lambda: publisher.get_subscription_count() > 0)
+    state = joint_state(JOINTS, *near_ready(9))
+    before = posture.torque_for(state)
+    target = READY.copy()
+    target[[0, 2]] = [0.3, -0.2]
+    publisher.publish(joint_state(['panda_joint3', 'panda_joint1'], [-0.2, 0.3], []))
+    after = posture.command_after(state, lambda command: not np.allclose(command, before))
+    parameters = {**COMMON, **POSTURE}
+    parameters['tasks'] = {'posture': {**POSTURE['tasks']['posture'], 'target': target}}
+    npt.assert_allclose(after, core_result(parameters, *near_ready(9)).torque, atol=1e-9)
+    publisher.publish(joint_state(JOINTS, READY, []))
+    posture.command_after(state, lambda command: np.allclose(command, before, atol=1e-9))
+
+
+def pose(frame_id: str, xyz, xyzw) -> PoseStamped:
+    msg = PoseStamped()
+    msg.header.frame_id = frame_id
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = xyz
+    orientation = msg.pose.orientation
+    orientation.x, orientation.y, orientation.z, orientation.w = xyzw
+    return msg
+
+
+def test_a_pose_target_changes_the_torque_and_a_wrong_frame_is_rejected(example, probe):
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+    publisher = probe.publisher(PoseStamped, '/wbc_controller/hand/target', qos)
+    assert probe.spin_until(lambda: publisher.get_subscription_count() > 0)
+    positions, velocities = near_ready(10, spread=0.05)
+    state = joint_state(JOINTS, positions, velocities)
+    before = example.torque_for(state)
+    publisher.publish(pose('panda_hand', [0.35, 0.05, 0.55], [1.0, 0.0, 0.0, 0.0]))
+    probe.spin_for(0.3)
+    npt.assert_allclose(example.torque_for(state), before, rtol=1e-12)
+    inputs = example.diagnostics(lambda s: 'rejected.targets.frame' in values(s['inputs']))
+    assert values(inputs['inputs'])['rejected.targets.frame'] == '1'
+
+    publisher.publish(pose('panda_link0', [0.35, 0.05, 0.55], [1.0, 0.0, 0.0, 0.0]))
+    after = example.command_after(state, lambda command: not np.allclose(command, before))
+    parameters = {**example_parameters(), **COMMON, 'command_joints': JOINTS}
+    parameters['tasks']['hand']['target'] = [0.35, 0.05, 0.55, 1.0, 0.0, 0.0, 0.0]
+    npt.assert_allclose(after, core_result(parameters, positions, velocities).torque, atol=1e-9)
+
+
+def test_diagnostics_report_tasks_inputs_and_torques(example):
+    example.torque_for(joint_state(JOINTS, *near_ready(11, spread=0.05)))
+    statuses = example.diagnostics(lambda s: {'tasks', 'inputs', 'torques'} <= set(s))
+    tasks, inputs, torques = statuses['tasks'], statuses['inputs'], statuses['torques']
+    assert {status.hardware_id for status in statuses.values()} == {'panda'}
+    keys = set(values(tasks))
+    assert {'hand.error_norm', 'posture.error_norm', 'level_0.tasks', 'level_1.tasks'} <= keys
+    for level in (0, 1):
+        assert {f'level_{level}.condition_number', f'level_{level}.damped_directions'} <= keys
+    assert float(values(tasks)['level_0.condition_number']) >= 1.0
+    assert {'stale', 'joint_state_age_s', 'joint_state_rate_hz'} <= set(values(inputs))
+    assert {
+        'saturated_joints',
+        'non_finite_torques',
+        'compute_time_ms.last',
+        'compute_time_ms.mean',
+        'compute_time_ms.max',
+    } <= set(values(torques))
+    assert torques.message
+
+
+# Stale input --------------------------------------------------------------------------------
+
+
+def test_a_silent_publisher_gets_the_safe_command_not_the_last_torque(nodes, probe):
+    controller = nodes['stale'].wait_ready()
+    positions, velocities = near_ready(12)
+    task_torque = controller.torque_for(joint_state(JOINTS, positions, velocities))
+    heard_at = time.monotonic()
+    probe.spin_for(0.6)
+    later = [(t - heard_at, c) for t, c in controller.commands if t > heard_at]
+    assert later, 'no safe command while stale'
+    assert all(np.array_equal(command, ZERO) for _, command in later)
+    assert min(t for t, _ in later) > 0.15
+    inputs = controller.diagnostics(lambda s: values(s['inputs'])['stale'] == 'True')
+    assert inputs['inputs'].level == DiagnosticStatus.ERROR
+
+    assert controller.set_parameters(stale_command='gravity')[0].successful
+    panda = robot('panda')
+    gravity = pin.computeGeneralizedGravity(
+        panda.model, panda.model.createData(), panda.configuration(positions)
+    )
+    assert probe.spin_until(lambda: any(np.allclose(c, gravity) for _, c in controller.commands))
+    npt.assert_allclose(controller.commands[-1][1], gravity, rtol=1e-9, atol=1e-9)
+
+    resumed = controller.torque_for(joint_state(JOINTS, positions, velocities))
+    npt.assert_allclose(resumed, task_torque, rtol=1e-9)
+
+
+# Start-up and shutdown ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('key', FAILING_STARTS)
+def test_bad_configurations_exit_non_zero_naming_the_problem(nodes, key):
+    code = nodes[key].wait(30.0)
+    output = nodes[key].output()
+    assert code != 0, output
+    for word in FAILING_STARTS[key][1]:
+        assert word in output, output
+    assert 'Traceback' not in output
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
+def test_ctrl_c_and_sigterm_exit_cleanly(nodes, sig):
+    controller = nodes[sig.name].wait_ready()
+    controller.torque_for(joint_state(JOINTS, *near_ready(13)))
+    assert controller.stop(sig) == 0
+    output = controller.process.output()
+    assert 'Traceback' not in output and 'Error' not in output, output
+
+
+# In-process checks of what DDS cannot provoke: a core that fails, saturation, rate limits ---
+
+
+def flattened(parameters: dict, prefix: str = '') -> dict:
+    flat = {}
+    for key, value in parameters.items():
+        if isinstance(value, dict):
+            flat |= flattened(value, f'{prefix}{key}.')
+        else:
+            flat[f'{prefix}{key}'] = value.tolist() if isinstance(value, np.ndarray) else value
+    return flat
+
+
+@pytest.fixture
+def local(probe):
+    """Build ControllerNodes in this process (never spun); their commands are recorded."""
+    built = []
+
+    def build(parameters: dict) -> tuple[ControllerNode, list[np.ndarray]]:
+        overrides = [Parameter(k, value=v) for k, v in flattened(parameters).items()]
+        node = ControllerNode(namespace='/in_process', parameter_overrides=overrides)
+        published: list[np.ndarray] = []
+        node._publisher.publish = lambda msg: published.append(np.array(msg.data))
+        built.append(node)
+        return node, published
+
+    yield build
+    for node in built:
+        node.destroy_node()
+
+
+def test_a_non_finite_torque_from_the_core_is_replaced_by_the_safe_command(local):
+    node, published = local({**COMMON, **POSTURE, 'stale_command': 'gravity'})
+    compute = node._controller.compute
+    node._controller.compute = lambda state, dt: compute(state, dt)._replace(
+        torque=np.full(9, np.nan)
+    )
+    positions, velocities = near_ready(14)
+    node._on_joint_state(joint_state(JOINTS, positions, velocities))
+    panda = robot('panda')
+    gravity = pin.computeGeneralizedGravity(
+        panda.model, panda.model.createData(), panda.configuration(positions)
+    )
+    npt.assert_allclose(published[-1], gravity, rtol=1e-12)
+    torques = node._torques_status()
+    assert torques.level == DiagnosticStatus.ERROR
+    assert values(torques)['non_finite_torques'] == '1'
+
+
+def test_a_failing_core_sends_the_safe_command_and_reports_why(local):
+    node, published = local({**COMMON, **POSTURE})
+
+    def fail(state, dt):
+        raise InvalidValue('the joint-space inertia matrix is not positive definite')
+
+    node._controller.compute = fail
+    node._on_joint_state(joint_state(JOINTS, *near_ready(15)))
+    npt.assert_array_equal(published[-1], ZERO)
+    tasks = node._tasks_status()
+    assert tasks.level == DiagnosticStatus.ERROR and 'positive definite' in tasks.message
+    assert values(node._torques_status())['compute_errors'] == '1'
+
+
+def test_saturation_is_published_at_the_limits_and_reported(local):
+    stiff = {'posture': {**POSTURE['tasks']['posture'], 'kp': 1e4, 'kd': 0.0}}
+    node, published = local({**COMMON, **POSTURE, 'tasks': stiff, 'effort_limits': 5.0})
+    node._on_joint_state(joint_state(JOINTS, *near_ready(16, speed=0.0)))
+    assert np.abs(published[-1]).max() == 5.0
+    torques = node._torques_status()
+    assert torques.level == DiagnosticStatus.WARN
+    saturated = values(torques)['saturated_joints'].split(',')
+    assert saturated and set(saturated) <= set(JOINTS)
+    assert all(name in torques.message for name in saturated)
+
+
+def test_the_torque_rate_limit_bounds_the_change_between_commands(local):
+    node, published = local({**COMMON, **POSTURE, 'torque_rate_limit': 10.0})
+    started = time.monotonic()
+    node._on_joint_state(joint_state(JOINTS, *near_ready(17)))
+    node._on_joint_state(joint_state(JOINTS, *near_ready(18)))
+    elapsed = time.monotonic() - started
+    assert np.abs(published[1] - published[0]).max() <= 10.0 * elapsed + 1e-9
+    assert values(node._torques_status())['rate_limited_joints']
+
+
+def test_a_task_without_target_holds_the_first_joint_state(local):
+    posture = {k: v for k, v in POSTURE['tasks']['posture'].items() if k != 'target'}
+    node, published = local({**COMMON, **POSTURE, 'tasks': {'posture': posture}})
+    first, _ = near_ready(19)
+    node._on_joint_state(joint_state(JOINTS, first, ZERO))
+    panda = robot('panda')
+    gravity = pin.computeGeneralizedGravity(
+        panda.model, panda.model.createData(), panda.configuration(first)
+    )
+    npt.assert_allclose(published[-1], gravity, atol=1e-9)
+    second, _ = near_ready(20)
+    node._on_joint_state(joint_state(JOINTS, second, ZERO))
+    parameters = {**COMMON, **POSTURE}
+    parameters['tasks'] = {'posture': {**posture, 'target': first}}
+    npt.assert_allclose(published[-1], core_result(parameters, second, ZERO).torque, atol=1e-9)

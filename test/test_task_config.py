@@ -1,0 +1,461 @@
+"""Task and controller configuration from parameter values: parsing, every error, live updates."""
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import numpy as np
+import numpy.testing as npt
+import pytest
+from robots import random_state, robot
+import yaml
+
+from wbc_control.exceptions import (
+    FrameNotFound,
+    InvalidShape,
+    InvalidTaskConfig,
+    InvalidValue,
+    JointNotFound,
+    ModelError,
+)
+from wbc_control.prioritized_controller import PrioritizedController
+from wbc_control.robot_model import RobotModel
+from wbc_control.robot_state import RobotState
+from wbc_control.task_config import (
+    TASK_FIELDS,
+    TASK_TYPES,
+    TaskSpec,
+    apply_task_update,
+    build_entries,
+    check_supported,
+    default_settings,
+    measured_target,
+    merge_posture_target,
+    parse_controller_settings,
+    parse_target,
+    parse_task,
+    parse_tasks,
+    plan_task_updates,
+    root_link,
+    unknown_task_parameters,
+    update_settings,
+)
+
+CONFIG = Path(__file__).resolve().parent.parent / 'config' / 'panda_controller.yaml'
+READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
+HAND = {'type': 'frame_pose', 'frame': 'panda_hand', 'kp': 100.0}
+
+
+def panda() -> RobotModel:
+    return robot('panda')
+
+
+def example_parameters() -> dict:
+    return yaml.safe_load(CONFIG.read_text())['wbc_controller']['ros__parameters']
+
+
+def example_specs() -> dict[str, TaskSpec]:
+    parameters = example_parameters()
+    specs = parse_tasks(panda(), parameters['task_names'], parameters['tasks'])
+    return {spec.name: spec for spec in specs}
+
+
+def example_controller(specs: dict[str, TaskSpec]) -> PrioritizedController:
+    return PrioritizedController(panda(), build_entries(panda(), specs.values()))
+
+
+def ready_state() -> RobotState:
+    state = RobotState(panda())
+    state.update(panda().configuration(READY), np.zeros(panda().nv))
+    return state
+
+
+# Parsing ------------------------------------------------------------------------------------
+
+
+def test_the_shipped_panda_example_parses_and_runs():
+    specs = example_specs()
+    hand, posture = specs['hand'], specs['posture']
+    assert (hand.type, hand.frame, hand.priority) == ('frame_pose', 'panda_hand', 0)
+    npt.assert_allclose(hand.kp, [100, 100, 100, 60, 60, 60])
+    assert hand.kd is None
+    npt.assert_allclose(hand.gains.kd, 2 * np.sqrt(hand.kp))
+    assert (posture.type, posture.priority) == ('joint_posture', 1)
+    npt.assert_allclose(posture.kp, np.full(9, 25.0))
+    npt.assert_allclose(posture.kd, np.full(9, 10.0))
+    npt.assert_allclose(posture.target, READY)
+    settings = parse_controller_settings(panda(), example_parameters())
+    assert settings.command_joints == tuple(f'panda_joint{i}' for i in range(1, 8))
+    npt.assert_array_equal(settings.command_index, np.arange(7))
+    result = example_controller(specs).compute(ready_state())
+    assert np.isfinite(result.torque).all()
+    # The example's hand target is the hand's pose at the ready posture (to 1 mm).
+    assert result.tasks[0].error_norm < 1e-3
+
+
+@pytest.mark.parametrize('kind', TASK_TYPES)
+def test_every_type_builds_with_scalar_gains_and_critical_damping(kind):
+    values = {'type': kind, 'kp': 4.0}
+    if 'frame' in TASK_FIELDS[kind]:
+        values['frame'] = 'panda_hand'
+    spec = parse_task(panda(), 'task', values)
+    task = build_entries(panda(), [spec])[0].task
+    npt.assert_allclose(task.gains.kp, 4.0)
+    npt.assert_allclose(task.gains.kd, 4.0)
+    assert spec.target is None and spec.weight == 1.0 and spec.priority == 0
+
+
+def test_integer_values_from_yaml_are_accepted():
+    spec = parse_task(
+        panda(),
+        'line',
+        {
+            'type': 'frame_position',
+            'frame': 'panda_hand',
+            'kp': [10, 20, 30],
+            'kd': 3,
+            'target': [0, 0, 1],
+            'weight': 2,
+            'priority': 3,
+            'constraint': 'line',
+            'axis': [0, 0, 2],
+        },
+    )
+    npt.assert_allclose(spec.kp, [10, 20, 30])
+    npt.assert_allclose(spec.kd, [3, 3, 3])
+    npt.assert_allclose(spec.axis, [0, 0, 2])
+    assert (spec.weight, spec.priority, spec.constraint) == (2.0, 3, 'line')
+    assert build_entries(panda(), [spec])[0].task.dim == 2
+
+
+@pytest.mark.parametrize(
+    'values, error, words',
+    [
+        ({}, InvalidTaskConfig, ['tasks.t.type', 'required', 'frame_pose']),
+        ({'type': 'pose'}, InvalidTaskConfig, ['tasks.t.type', "'pose'", ', '.join(TASK_TYPES)]),
+        ({'type': 'frame_pose', 'kp': 1.0}, InvalidTaskConfig, ['tasks.t.frame', 'needs a frame']),
+        ({**HAND, 'frame': 'hand'}, FrameNotFound, ['tasks.t.frame', "'hand'", 'panda_hand']),
+        ({**HAND, 'frame': 3}, InvalidValue, ['tasks.t.frame', 'string']),
+        ({'type': 'com', 'frame': 'panda_hand', 'kp': 1.0}, InvalidTaskConfig, ['takes no frame']),
+        ({**HAND, 'axis': [0, 0, 1]}, InvalidTaskConfig, ['takes no axis']),
+        ({**HAND, 'priority': -1}, InvalidValue, ['tasks.t.priority', '>= 0']),
+        ({**HAND, 'priority': 1.0}, InvalidValue, ['tasks.t.priority', 'integer']),
+        ({**HAND, 'priority': True}, InvalidValue, ['tasks.t.priority']),
+        ({'type': 'com'}, InvalidValue, ['tasks.t.kp', 'required']),
+        ({**HAND, 'kp': -1.0}, InvalidValue, ['tasks.t.kp', 'non-negative']),
+        ({**HAND, 'kp': float('nan')}, InvalidValue, ['tasks.t.kp', 'non-finite']),
+        ({**HAND, 'kp': [1.0, 2.0, 3.0]}, InvalidShape, ['tasks.t.kp', '6 values']),
+        ({**HAND, 'kp': 'stiff'}, InvalidValue, ['tasks.t.kp', 'number']),
+        ({**HAND, 'kp': True}, InvalidValue, ['tasks.t.kp', 'number']),
+        ({**HAND, 'kd': -2.0}, InvalidValue, ['tasks.t.kd', 'non-negative']),
+        ({**HAND, 'kd': [1.0] * 5}, InvalidShape, ['tasks.t.kd', '6 values']),
+        ({**HAND, 'target': [0.0, 0.0, 0.5]}, InvalidShape, ['tasks.t.target', '7 values']),
+        ({**HAND, 'target': [0, 0, 0.5, 0, 0, 0, 2.0]}, InvalidValue, ['tasks.t.target', 'unit']),
+        ({**HAND, 'target': [0, 0, np.inf, 0, 0, 0, 1]}, InvalidValue, ['non-finite']),
+        ({**HAND, 'weight': 0.0}, InvalidValue, ['tasks.t.weight', '> 0']),
+        ({**HAND, 'weight': np.inf}, InvalidValue, ['tasks.t.weight']),
+        ({**HAND, 'weight': [1.0, 2.0]}, InvalidValue, ['tasks.t.weight', 'one finite number']),
+    ],
+)
+def test_task_errors_name_the_parameter_and_the_reason(values, error, words):
+    with pytest.raises(error) as raised:
+        parse_task(panda(), 't', values)
+    for word in words:
+        assert word in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    'constraint, axis, error, words',
+    [
+        ('circle', None, InvalidTaskConfig, ['tasks.p.constraint', 'point, line, plane']),
+        ('line', None, InvalidTaskConfig, ['tasks.p.constraint', 'needs an axis']),
+        ('plane', [0.0, 0.0, 0.0], InvalidValue, ['non-zero']),
+        ('plane', [0.0, 1.0], InvalidShape, ['axis needs 3 values']),
+        ('plane', 1.0, InvalidShape, ['axis needs 3 values']),
+        ('point', [0.0, 0.0, 1.0], InvalidTaskConfig, ['only used with constraint line']),
+    ],
+)
+def test_constraint_and_axis_errors(constraint, axis, error, words):
+    values = {'type': 'frame_position', 'frame': 'panda_hand', 'kp': 1.0}
+    values |= {'constraint': constraint, 'axis': axis}
+    with pytest.raises(error) as raised:
+        parse_task(panda(), 'p', values)
+    for word in words:
+        assert word in str(raised.value)
+
+
+def test_unknown_frame_lists_the_frames_of_the_model():
+    with pytest.raises(FrameNotFound) as raised:
+        parse_task(panda(), 'hand', {**HAND, 'frame': 'gripper'})
+    assert raised.value.name == 'gripper'
+    assert 'panda_hand' in raised.value.available
+    assert str(raised.value).startswith('tasks.hand.frame: ')
+
+
+def test_posture_target_outside_the_joint_limits_names_the_joint():
+    target = list(READY)
+    target[3] = 0.5  # panda_joint4 lies in [-3.07, -0.07]
+    with pytest.raises(InvalidValue, match='panda_joint4=0.5'):
+        parse_task(panda(), 'posture', {'type': 'joint_posture', 'kp': 1.0, 'target': target})
+
+
+@pytest.mark.parametrize(
+    'names, words',
+    [
+        ([], ['task_names', 'list the tasks']),
+        ('hand', ['task_names', 'list the tasks']),
+        (['hand', 'hand'], ['duplicate task names: hand']),
+        (['hand/left'], ['not valid']),
+        (['2hand'], ['not valid']),
+    ],
+)
+def test_task_name_errors(names, words):
+    with pytest.raises(InvalidTaskConfig) as raised:
+        parse_tasks(panda(), names, {'hand': HAND})
+    for word in words:
+        assert word in str(raised.value)
+
+
+def test_parameter_name_typos_are_errors_and_unlisted_tasks_are_reported():
+    specs = {'hand': 'frame_pose'}
+    ignored = unknown_task_parameters(
+        specs, ['tasks.hand.kp', 'tasks.old.kp', 'task_names', 'tasks.hand.frame']
+    )
+    assert ignored == ('tasks.old.kp',)
+    with pytest.raises(InvalidTaskConfig, match=r'tasks.hand.Kp: unknown field.*kp'):
+        unknown_task_parameters(specs, ['tasks.hand.Kp'])
+    with pytest.raises(InvalidTaskConfig, match='tasks.hand.axis'):
+        unknown_task_parameters(specs, ['tasks.hand.axis'])
+
+
+# Targets ------------------------------------------------------------------------------------
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_a_measured_target_holds_every_task_where_the_robot_is(seed):
+    state = random_state(panda(), seed)
+    for kind in TASK_TYPES:
+        values = {'type': kind, 'kp': 1.0}
+        if 'frame' in TASK_FIELDS[kind]:
+            values['frame'] = 'panda_link5'
+        spec = parse_task(panda(), 'task', values)
+        target = measured_target(state, spec)
+        npt.assert_array_equal(parse_target(panda(), kind, target), target)
+        task = build_entries(panda(), [spec])[0].task
+        task.set_target(target)
+        npt.assert_allclose(task.compute(state).error, 0.0, atol=1e-9)
+
+
+def test_partial_posture_target_changes_only_the_named_joints():
+    current = np.array(READY)
+    target = merge_posture_target(
+        panda(), current, ['unknown_joint', 'panda_joint2', 'panda_joint1'], [9.0, -0.5, 0.3]
+    )
+    expected = current.copy()
+    expected[[0, 1]] = [0.3, -0.5]
+    npt.assert_allclose(target, expected)
+    npt.assert_allclose(current, READY)
+
+
+@pytest.mark.parametrize(
+    'current, names, positions, error, words',
+    [
+        (READY, ['panda_joint1'], [0.1, 0.2], InvalidShape, ['1 names but 2 positions']),
+        (READY, ['panda_joint1'] * 2, [0.1, 0.2], InvalidShape, ['duplicate']),
+        (READY, ['wheel'], [0.1], InvalidShape, ['no joint of the model']),
+        (READY, ['panda_joint1'], [np.nan], InvalidValue, ['non-finite']),
+        (READY, ['panda_joint4'], [1.0], InvalidValue, ['panda_joint4=1']),
+        ([np.nan] * 9, ['panda_joint1'], [0.1], InvalidShape, ['panda_joint2', 'no target yet']),
+    ],
+)
+def test_posture_target_message_errors(current, names, positions, error, words):
+    with pytest.raises(error) as raised:
+        merge_posture_target(panda(), np.array(current), names, positions)
+    for word in words:
+        assert word in str(raised.value)
+
+
+# Live updates -------------------------------------------------------------------------------
+
+
+def test_a_valid_batch_changes_gains_target_and_weight_together():
+    specs = example_specs()
+    controller = example_controller(specs)
+    new_target = [0.4, 0.1, 0.5, 1.0, 0.0, 0.0, 0.0]
+    updates = plan_task_updates(
+        panda(),
+        specs,
+        {
+            'tasks.hand.kp': 50.0,
+            'tasks.hand.target': new_target,
+            'tasks.posture.kd': [2.0] * 9,
+            'tasks.posture.weight': 3.0,
+        },
+    )
+    assert {update.spec.name: update.fields for update in updates} == {
+        'hand': {'kp', 'target'},
+        'posture': {'kd', 'weight'},
+    }
+    for update in updates:
+        apply_task_update(controller, update)
+    hand = controller.task('hand')
+    npt.assert_allclose(hand.gains.kp, 50.0)
+    npt.assert_allclose(hand.gains.kd, 2 * np.sqrt(50.0))  # kd unset: stays critical
+    npt.assert_allclose(hand.references[0].position, new_target[:3])
+    npt.assert_allclose(controller.task('posture').gains.kd, 2.0)
+    npt.assert_allclose(controller.task('posture').gains.kp, 25.0)
+    assert controller.weight('posture') == 3.0
+
+
+def test_kd_can_return_to_critical_damping():
+    specs = example_specs()
+    (update,) = plan_task_updates(panda(), specs, {'tasks.posture.kd': None})
+    assert update.spec.kd is None
+    npt.assert_allclose(update.spec.gains.kd, 10.0)
+
+
+@pytest.mark.parametrize(
+    'changes, error, words',
+    [
+        ({'tasks.hand.kp': -1.0}, InvalidValue, ['tasks.hand.kp', 'non-negative']),
+        ({'tasks.hand.kp': None}, InvalidValue, ['tasks.hand.kp', 'required']),
+        ({'tasks.hand.kd': [1.0, 2.0]}, InvalidShape, ['tasks.hand.kd', '6 values']),
+        ({'tasks.hand.target': [0.0] * 7}, InvalidValue, ['tasks.hand.target', 'unit']),
+        ({'tasks.hand.target': None}, InvalidValue, ['cannot be unset']),
+        ({'tasks.posture.target': [0.0] * 8}, InvalidShape, ['tasks.posture.target', '9']),
+        ({'tasks.posture.weight': -1.0}, InvalidValue, ['tasks.posture.weight']),
+        ({'tasks.posture.weight': None}, InvalidValue, ['cannot be unset']),
+        ({'tasks.hand.frame': 'panda_link7'}, InvalidTaskConfig, ['read-only at runtime']),
+        ({'tasks.hand.priority': 2}, InvalidTaskConfig, ['read-only at runtime']),
+        ({'tasks.hand.type': 'com'}, InvalidTaskConfig, ['read-only at runtime']),
+        ({'tasks.posture.frame': 'panda_hand'}, InvalidTaskConfig, ['has no frame']),
+        ({'tasks.elbow.kp': 1.0}, InvalidTaskConfig, ["no task named 'elbow'", 'hand, posture']),
+        ({'tasks.hand': 1.0}, InvalidTaskConfig, ['tasks.<name>.<field>']),
+    ],
+)
+def test_invalid_live_changes_are_refused_with_a_reason(changes, error, words):
+    with pytest.raises(error) as raised:
+        plan_task_updates(panda(), example_specs(), changes)
+    for word in words:
+        assert word in str(raised.value)
+
+
+gain_values = st.one_of(
+    st.floats(0.0, 1e3),
+    st.floats(-1e3, -1e-3),
+    st.just(float('nan')),
+    st.lists(st.floats(0.0, 1e3), min_size=1, max_size=8),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hand_kp=gain_values, posture_kd=gain_values, hand_weight=st.floats(-1.0, 5.0))
+def test_a_batch_is_applied_whole_or_not_at_all(hand_kp, posture_kd, hand_weight):
+    specs = example_specs()
+    controller = example_controller(specs)
+    before = ready_state()
+    torque_before = controller.compute(before).torque
+    changes = {
+        'tasks.hand.kp': hand_kp,
+        'tasks.posture.kd': posture_kd,
+        'tasks.hand.weight': hand_weight,
+    }
+    try:
+        updates = plan_task_updates(panda(), specs, changes)
+    except (InvalidValue, InvalidShape):
+        # Refused: nothing may have changed, neither the specs nor the controller.
+        npt.assert_allclose(specs['hand'].kp, [100, 100, 100, 60, 60, 60])
+        npt.assert_array_equal(controller.compute(before).torque, torque_before)
+        return
+    for update in updates:
+        apply_task_update(controller, update)
+    hand, posture = controller.task('hand'), controller.task('posture')
+    npt.assert_allclose(hand.gains.kp, np.broadcast_to(hand_kp, 6))
+    npt.assert_allclose(hand.gains.kd, 2 * np.sqrt(hand.gains.kp))
+    npt.assert_allclose(posture.gains.kd, np.broadcast_to(posture_kd, 9))
+    assert controller.weight('hand') == hand_weight
+
+
+# Controller settings ------------------------------------------------------------------------
+
+
+def test_default_settings():
+    settings = parse_controller_settings(panda(), {})
+    assert settings.command_joints == panda().joint_names
+    npt.assert_array_equal(settings.effort_limits, panda().effort_limits)
+    assert np.isinf(settings.torque_rate_limits).all()
+    assert settings.world_frame == 'panda_link0' == default_settings(panda())['world_frame']
+    assert (settings.stale_command, settings.joint_state_timeout) == ('zero', 0.1)
+    assert settings.singular_value_threshold == 1e-3
+
+
+def test_world_frame_defaults_to_the_urdf_root_link():
+    assert root_link(robot('ur5')) == 'world'
+    assert root_link(robot('talos_left_arm')) == 'arm_left_1_link'
+
+
+def test_overrides_apply_to_command_joints_in_their_order():
+    settings = parse_controller_settings(
+        panda(),
+        {
+            'command_joints': ['panda_joint7', 'panda_joint1'],
+            'effort_limits': [5.0, 50],
+            'torque_rate_limit': [100.0, 0.0],
+        },
+    )
+    npt.assert_array_equal(settings.command_index, [6, 0])
+    expected = panda().effort_limits
+    expected[[6, 0]] = [5.0, 50.0]
+    npt.assert_array_equal(settings.effort_limits, expected)
+    rates = np.full(9, np.inf)
+    rates[6] = 100.0
+    npt.assert_array_equal(settings.torque_rate_limits, rates)
+    scalar = parse_controller_settings(panda(), {'torque_rate_limit': 200})
+    npt.assert_array_equal(scalar.torque_rate_limits, np.full(9, 200.0))
+
+
+@pytest.mark.parametrize(
+    'values, error, words',
+    [
+        ({'command_joints': ['panda_joint1', 'gripper']}, JointNotFound, ["'gripper'"]),
+        ({'command_joints': []}, InvalidValue, ['command_joints', 'non-empty']),
+        ({'command_joints': ['panda_joint1'] * 2}, InvalidValue, ['duplicate']),
+        ({'effort_limits': [1.0, 2.0]}, InvalidShape, ['effort_limits', 'one value per']),
+        ({'effort_limits': -1.0}, InvalidValue, ['effort_limits', '> 0']),
+        ({'torque_rate_limit': -5.0}, InvalidValue, ['torque_rate_limit', '>= 0']),
+        ({'torque_rate_limit': [1.0] * 3}, InvalidShape, ['torque_rate_limit']),
+        ({'joint_state_timeout': 0.0}, InvalidValue, ['joint_state_timeout', '> 0']),
+        ({'joint_state_timeout': 'soon'}, InvalidValue, ['joint_state_timeout', 'number']),
+        ({'diagnostics_rate': -1.0}, InvalidValue, ['diagnostics_rate']),
+        ({'world_frame': ''}, InvalidValue, ['world_frame']),
+        ({'stale_command': 'hold'}, InvalidValue, ['stale_command', 'zero, gravity']),
+        ({'singular_value_threshold': 1.5}, InvalidValue, ['singular_value_threshold']),
+    ],
+)
+def test_setting_errors_name_the_parameter(values, error, words):
+    with pytest.raises(error) as raised:
+        parse_controller_settings(panda(), values)
+    for word in words:
+        assert word in str(raised.value)
+
+
+def test_live_settings_update_and_refusals():
+    settings = parse_controller_settings(panda(), {})
+    changed = update_settings(
+        settings, {'stale_command': 'gravity', 'singular_value_threshold': 0.01}
+    )
+    assert (changed.stale_command, changed.singular_value_threshold) == ('gravity', 0.01)
+    assert settings.stale_command == 'zero'
+    with pytest.raises(InvalidTaskConfig, match='joint_state_timeout: read-only'):
+        update_settings(settings, {'joint_state_timeout': 1.0})
+    with pytest.raises(InvalidValue, match='singular_value_threshold'):
+        update_settings(settings, {'stale_command': 'gravity', 'singular_value_threshold': 0.0})
+
+
+def test_floating_base_and_contacts_are_refused_until_supported():
+    check_supported(panda(), [])
+    with pytest.raises(ModelError, match='floating base / contacts not yet supported'):
+        check_supported(panda(), ['panda_hand'])
+    with pytest.raises(ModelError, match='floating_base: true is not supported'):
+        check_supported(robot('solo12'), [])

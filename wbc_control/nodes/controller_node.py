@@ -1,0 +1,636 @@
+"""The controller node `wbc_controller`: joint states and targets in, joint torques out.
+
+A thin translator between ROS and the core (design.md, "The interface users see"):
+
+- `joint_states` (sensor_msgs/JointState, best effort, depth 1: the newest sample wins and the
+  subscription connects to reliable and best-effort publishers alike) is decoded by
+  :class:`~wbc_control.joint_state_input.JointStateDecoder`; every accepted sample runs one tick
+  of :class:`~wbc_control.prioritized_controller.PrioritizedController` and publishes one
+  command.
+- `effort_controller/commands` (std_msgs/Float64MultiArray, reliable, volatile, depth 1, which
+  matches ros2_control's forward_command_controller) carries the torques in `command_joints`
+  order.
+- `~/<task>/target` (reliable, depth 1) replaces a task's target: geometry_msgs/PointStamped
+  (frame_position, com), geometry_msgs/PoseStamped (frame_orientation uses the orientation
+  only, frame_pose both), sensor_msgs/JointState (joint_posture, by name; unnamed joints keep
+  their target). `header.frame_id` must be '' or `world_frame`.
+- A watchdog publishes the safe command (`stale_command`) while no valid joint state arrived
+  for `joint_state_timeout` seconds of node time (sim time with `use_sim_time`).
+- `/diagnostics` gets three statuses, "<node>: tasks", "<node>: inputs", "<node>: torques".
+
+Parameters are declared in :meth:`ControllerNode._declare_parameters` and validated by
+:mod:`wbc_control.task_config`, which also validates live changes.
+"""
+
+import array
+from collections import Counter
+from dataclasses import replace
+from functools import partial
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PointStamped, PoseStamped
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, Header
+
+from wbc_control.exceptions import WbcError
+from wbc_control.joint_state_input import JointStateDecoder, JointStateRejected
+from wbc_control.nodes.node_support import StartupError, exit_with, load_robot_model, run_node
+from wbc_control.prioritized_controller import ControllerResult, PrioritizedController
+from wbc_control.robot_state import RobotState
+from wbc_control.task_config import (
+    LIVE_SETTINGS,
+    LIVE_TASK_FIELDS,
+    TASK_FIELDS,
+    ControllerSettings,
+    TaskSpec,
+    TaskUpdate,
+    apply_task_update,
+    build_entries,
+    check_supported,
+    check_task_names,
+    default_settings,
+    measured_target,
+    merge_posture_target,
+    parse_controller_settings,
+    parse_target,
+    parse_task,
+    plan_task_updates,
+    task_type,
+    unknown_task_parameters,
+    update_settings,
+)
+
+NODE_NAME = 'wbc_controller'
+COMMAND_TOPIC = 'effort_controller/commands'
+JOINT_STATE_TOPIC = 'joint_states'
+COMMAND_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+JOINT_STATE_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT
+)
+TARGET_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE
+)
+DIAGNOSTICS_QOS = 10
+WATCHDOG_MAX_PERIOD_S = 0.05
+LOG_THROTTLE_S = 1.0
+SHUTDOWN_RACE = 'the given context is not valid'
+
+#: Controller-level parameters: name -> (description, live, dynamically typed).
+SETTING_PARAMETERS: dict[str, tuple[str, bool, bool]] = {
+    'command_joints': (
+        'joints of effort_controller/commands, in its order (default: all actuated joints in '
+        'model order)',
+        False,
+        False,
+    ),
+    'effort_limits': (
+        'effort limit per command joint (N m or N; a scalar applies to all); unset: the URDF',
+        False,
+        True,
+    ),
+    'torque_rate_limit': (
+        'torque rate limit (N m/s), a scalar or one per command joint; 0 = none',
+        False,
+        True,
+    ),
+    'joint_state_timeout': (
+        'seconds without a valid joint state before the safe command is published',
+        False,
+        True,
+    ),
+    'stale_command': (
+        'safe command while joint states are stale: zero | gravity (g(q) at the last state)',
+        True,
+        False,
+    ),
+    'singular_value_threshold': (
+        'relative singular value below which task-space inertia is damped, in (0, 1)',
+        True,
+        True,
+    ),
+    'world_frame': (
+        "frame_id accepted for targets besides '' (default: the URDF root link)",
+        False,
+        False,
+    ),
+    'diagnostics_rate': ('rate of /diagnostics (Hz); 0 disables it', False, True),
+}
+
+#: Task parameters tasks.<name>.<field>: field -> (description, default).
+TASK_PARAMETERS: dict[str, tuple[str, object]] = {
+    'type': (
+        'frame_position | frame_orientation | frame_pose | com | joint_posture',
+        Parameter.Type.STRING,
+    ),
+    'frame': ('frame of the robot model the task drives', Parameter.Type.STRING),
+    'priority': ('priority level, 0 = highest', 0),
+    'kp': ('proportional gain (1/s^2): a scalar or one value per axis', None),
+    'kd': ('derivative gain (1/s): scalar or per axis; unset = critical damping 2 sqrt(kp)', None),
+    'target': (
+        'world frame: xyz | quaternion xyzw | xyz + xyzw | joint positions in model order; '
+        'unset = hold the value measured at the first joint state',
+        None,
+    ),
+    'weight': ('weight within the priority level (> 0)', 1.0),
+    'constraint': ('frame_position target set: point | line | plane', 'point'),
+    'axis': ('line direction or plane normal (world axes) for constraint line / plane', None),
+}
+
+_STRUCTURAL_TYPED = {'type', 'frame', 'priority', 'constraint'}
+_TARGET_MESSAGES = {
+    'frame_position': PointStamped,
+    'com': PointStamped,
+    'frame_orientation': PoseStamped,
+    'frame_pose': PoseStamped,
+    'joint_posture': JointState,
+}
+
+
+def stamp_seconds(header: Header) -> float:
+    """The header's stamp in seconds."""
+    return header.stamp.sec + 1e-9 * header.stamp.nanosec
+
+
+class Health:
+    """Counters and timings for /diagnostics: totals since start, sums over one period."""
+
+    def __init__(self, n_actuated: int) -> None:
+        self.rejected: Counter[str] = Counter()
+        self.non_finite_torques = 0
+        self.compute_errors = 0
+        self.last_error = ''
+        self.result: ControllerResult | None = None
+        self.commands = 0
+        self._n = n_actuated
+        self.start_period(time.monotonic())
+
+    def start_period(self, now: float) -> None:
+        """Forget the per-period sums."""
+        self.period_start = now
+        self.rejected_in_period: Counter[str] = Counter()
+        self.failures_in_period = 0
+        self.ticks_in_period = 0
+        self.compute_last_s = self.compute_total_s = self.compute_max_s = 0.0
+        self.saturated = np.zeros(self._n, dtype=bool)
+        self.rate_limited = np.zeros(self._n, dtype=bool)
+
+    def reject(self, key: str) -> None:
+        """Count one rejected input under `key` (`<input>.<reason>`)."""
+        self.rejected[key] += 1
+        self.rejected_in_period[key] += 1
+
+    def tick(self, result: ControllerResult | None, seconds: float) -> None:
+        """Record one accepted joint state, its compute time and the controller's result."""
+        self.ticks_in_period += 1
+        self.compute_last_s = seconds
+        self.compute_total_s += seconds
+        self.compute_max_s = max(self.compute_max_s, seconds)
+        if result is not None:
+            self.result = result
+            self.saturated |= result.saturated
+            self.rate_limited |= result.rate_limited
+
+    def fail(self, kind: str, message: str) -> None:
+        """A tick whose torque could not be used (the safe command went out instead)."""
+        if kind == 'non_finite':
+            self.non_finite_torques += 1
+        else:
+            self.compute_errors += 1
+        self.failures_in_period += 1
+        self.last_error = message
+
+
+class ControllerNode(Node):
+    """Runs the prioritized whole-body controller on joint states; see the module docstring."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        self._robot = robot = load_robot_model(self)
+        settings_values, contacts, specs = self._declare_parameters()
+        check_supported(robot, contacts)
+        self._settings = settings = parse_controller_settings(robot, settings_values)
+        self._specs: dict[str, TaskSpec] = {spec.name: spec for spec in specs}
+        self._controller = PrioritizedController(
+            robot,
+            build_entries(robot, specs),
+            settings.singular_value_threshold,
+            settings.effort_limits,
+            settings.torque_rate_limits,
+        )
+        self._hold = {spec.name for spec in specs if spec.target is None}
+        self._state = RobotState(robot)
+        self._decoder = JointStateDecoder(robot)
+        self._q = robot.neutral_configuration()
+        self._v = np.zeros(robot.nv)
+        self._zero = np.zeros(robot.n_actuated)
+        self._command = Float64MultiArray()
+        self._has_state = False
+        self._stale = False
+        self._last_state_time: Time | None = None
+        self._last_command_time: Time | None = None
+        self._health = Health(robot.n_actuated)
+        self._wire(settings)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.get_logger().info(
+            f'controlling {robot.name}: tasks {", ".join(self._specs)}; commands for '
+            f'{len(settings.command_joints)} joints on {self.resolve_topic_name(COMMAND_TOPIC)}'
+        )
+
+    def _wire(self, settings: ControllerSettings) -> None:
+        self._publisher = self.create_publisher(Float64MultiArray, COMMAND_TOPIC, COMMAND_QOS)
+        self.create_subscription(
+            JointState, JOINT_STATE_TOPIC, self._on_joint_state, JOINT_STATE_QOS
+        )
+        for spec in self._specs.values():
+            self.create_subscription(
+                _TARGET_MESSAGES[spec.type],
+                f'~/{spec.name}/target',
+                partial(self._on_target, spec.name),
+                TARGET_QOS,
+            )
+        period = min(settings.joint_state_timeout / 2.0, WATCHDOG_MAX_PERIOD_S)
+        self.create_timer(period, self._on_watchdog)
+        if settings.diagnostics_rate > 0.0:
+            self._diagnostics = self.create_publisher(
+                DiagnosticArray, '/diagnostics', DIAGNOSTICS_QOS
+            )
+            self.create_timer(1.0 / settings.diagnostics_rate, self._on_diagnostics)
+
+    # Parameters ---------------------------------------------------------------------------
+
+    def _declare_parameters(self) -> tuple[dict[str, object], list[str], list[TaskSpec]]:
+        """Declare every parameter (the one place); returns settings, contacts, tasks."""
+        defaults = default_settings(self._robot)
+        settings = {
+            name: self._declare(name, defaults[name], description, live, dynamic)
+            for name, (description, live, dynamic) in SETTING_PARAMETERS.items()
+        }
+        contacts = self._declare(
+            'contacts',
+            Parameter.Type.STRING_ARRAY,
+            'frames in rigid contact (floating base; not supported yet: must be empty)',
+        )
+        task_names = check_task_names(
+            self._declare(
+                'task_names',
+                Parameter.Type.STRING_ARRAY,
+                'tasks to run; each is described by tasks.<name>.* parameters',
+            )
+        )
+        kinds = {name: self._declare_task_type(name) for name in task_names}
+        overrides = getattr(self, '_parameter_overrides', {})
+        for ignored in unknown_task_parameters(kinds, overrides):
+            self.get_logger().warning(f'{ignored} ignored: that task is not in task_names')
+        specs = [self._declare_task(name, kind) for name, kind in kinds.items()]
+        return settings, list(contacts or []), specs
+
+    def _declare_task_type(self, name: str) -> str:
+        description, default = TASK_PARAMETERS['type']
+        return task_type(name, self._declare(f'tasks.{name}.type', default, description))
+
+    def _declare_task(self, name: str, kind: str) -> TaskSpec:
+        values = {'type': kind}
+        for field in TASK_FIELDS[kind]:
+            description, default = TASK_PARAMETERS[field]
+            values[field] = self._declare(
+                f'tasks.{name}.{field}',
+                default,
+                f'task {name}: {description}',
+                live=field in LIVE_TASK_FIELDS,
+                dynamic=field not in _STRUCTURAL_TYPED,
+            )
+        return parse_task(self._robot, name, values)
+
+    def _declare(
+        self,
+        name: str,
+        default: object,
+        description: str,
+        live: bool = False,
+        dynamic: bool = False,
+    ) -> object:
+        """Declare one parameter; a value of the wrong type is a start-up error naming it."""
+        descriptor = ParameterDescriptor(
+            description=description, read_only=not live, dynamic_typing=dynamic
+        )
+        try:
+            return self.declare_parameter(name, default, descriptor).value
+        except ParameterException as error:
+            raise StartupError(f"parameter '{name}': {error}") from error
+
+    def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
+        """Validate a batch of live changes with task_config; apply all of it or none."""
+        task_changes, setting_changes = {}, {}
+        for parameter in parameters:
+            if parameter.name == 'use_sim_time':
+                continue
+            if parameter.type_ == Parameter.Type.NOT_SET:
+                return self._refuse(f'{parameter.name}: cannot be unset at runtime')
+            if parameter.name.startswith('tasks.'):
+                task_changes[parameter.name] = parameter.value
+            elif parameter.name in LIVE_SETTINGS:
+                setting_changes[parameter.name] = parameter.value
+            else:
+                return self._refuse(f'{parameter.name} is read-only at runtime')
+        try:
+            updates = plan_task_updates(self._robot, self._specs, task_changes)
+            settings = update_settings(self._settings, setting_changes)
+        except WbcError as error:
+            return self._refuse(str(error))
+        for update in updates:
+            self._apply(update)
+        self._controller.singular_value_threshold = settings.singular_value_threshold
+        self._settings = settings
+        changed = ', '.join(parameter.name for parameter in parameters)
+        self.get_logger().info(f'parameters changed: {changed}')
+        return SetParametersResult(successful=True)
+
+    def _refuse(self, reason: str) -> SetParametersResult:
+        self.get_logger().warning(f'parameter change rejected: {reason}')
+        return SetParametersResult(successful=False, reason=reason)
+
+    def _apply(self, update: TaskUpdate) -> None:
+        apply_task_update(self._controller, update)
+        self._specs[update.spec.name] = update.spec
+        if 'target' in update.fields:
+            self._hold.discard(update.spec.name)
+
+    # Inputs -------------------------------------------------------------------------------
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        """One tick: decode, compute, publish (the safe command if the torque is unusable)."""
+        started = time.perf_counter()
+        try:
+            sample = self._decoder.decode(
+                msg.name, msg.position, msg.velocity, stamp_seconds(msg.header)
+            )
+        except JointStateRejected as rejection:
+            self._reject(f'joint_states.{rejection.reason}', f'joint_states rejected: {rejection}')
+            return
+        now = self.get_clock().now()
+        self._last_state_time = now
+        if self._stale:
+            self._stale = False
+            self.get_logger().info('joint states are back: control resumed')
+        result = self._compute(sample.positions, sample.velocities, now)
+        torque = self._safe_torque() if result is None else result.torque
+        self._publish(torque, now)
+        self._health.tick(result, time.perf_counter() - started)
+
+    def _compute(
+        self, positions: np.ndarray, velocities: np.ndarray, now: Time
+    ) -> ControllerResult | None:
+        """The controller's result, or None when no finite torque could be computed."""
+        robot = self._robot
+        try:
+            robot.configuration(positions, out=self._q)
+            robot.velocity(velocities, out=self._v)
+            self._state.update(self._q, self._v)
+            self._has_state = True
+            if self._hold:
+                self._hold_measured_targets()
+            result = self._controller.compute(self._state, self._seconds_since_command(now))
+        except WbcError as error:
+            self._fail('compute_error', f'controller failed: {error}')
+            return None
+        if not np.isfinite(result.torque).all():
+            self._fail('non_finite', 'non-finite torque computed: the safe command went out')
+            return None
+        return result
+
+    def _fail(self, kind: str, message: str) -> None:
+        self._health.fail(kind, message)
+        self.get_logger().error(message, throttle_duration_sec=LOG_THROTTLE_S)
+
+    def _hold_measured_targets(self) -> None:
+        """Tasks without a configured target hold what the first joint state measures."""
+        for name in sorted(self._hold):
+            target = measured_target(self._state, self._specs[name])
+            self._set_target(name, target)
+            self.get_logger().info(
+                f'task {name}: no target configured, holding the measured {target.round(4)}'
+            )
+
+    def _on_target(self, name: str, msg: PointStamped | PoseStamped | JointState) -> None:
+        """Replace a task's target from `~/<name>/target`, or reject the message."""
+        frame = msg.header.frame_id
+        if frame not in ('', self._settings.world_frame):
+            self._reject(
+                'targets.frame',
+                f"~/{name}/target rejected: frame_id '{frame}' is not the world frame "
+                f"'{self._settings.world_frame}' (or '')",
+            )
+            return
+        spec = self._specs[name]
+        try:
+            target = self._target_values(spec, msg)
+        except WbcError as error:
+            self._reject('targets.value', f'~/{name}/target rejected: {error}')
+            return
+        self._set_target(name, target)
+
+    def _target_values(
+        self, spec: TaskSpec, msg: PointStamped | PoseStamped | JointState
+    ) -> np.ndarray:
+        if spec.type == 'joint_posture':
+            current = spec.target
+            if current is None:
+                current = np.full(self._robot.n_actuated, np.nan)
+            return merge_posture_target(self._robot, current, msg.name, msg.position)
+        if isinstance(msg, PointStamped):
+            values = [msg.point.x, msg.point.y, msg.point.z]
+        else:
+            position, orientation = msg.pose.position, msg.pose.orientation
+            quaternion = [orientation.x, orientation.y, orientation.z, orientation.w]
+            values = quaternion
+            if spec.type == 'frame_pose':
+                values = [position.x, position.y, position.z, *quaternion]
+        return parse_target(self._robot, spec.type, values)
+
+    def _set_target(self, name: str, target: np.ndarray) -> None:
+        spec = replace(self._specs[name], target=target)
+        self._apply(TaskUpdate(spec, frozenset({'target'})))
+
+    def _reject(self, key: str, message: str) -> None:
+        self._health.reject(key)
+        self.get_logger().warning(message, throttle_duration_sec=LOG_THROTTLE_S)
+
+    # Output -------------------------------------------------------------------------------
+
+    def _seconds_since_command(self, now: Time) -> float | None:
+        if self._last_command_time is None:
+            return None
+        return (now - self._last_command_time).nanoseconds * 1e-9
+
+    def _safe_torque(self) -> np.ndarray:
+        """The safe command (actuated order), effort-limited; the rate limiter restarts from it."""
+        torque = self._zero
+        if self._settings.stale_command == 'gravity' and self._has_state:
+            gravity = self._state.gravity[self._robot.indices.v]
+            if np.isfinite(gravity).all():
+                torque = gravity
+        limiter = self._controller.limiter
+        limiter.reset()
+        return limiter.apply(torque, None).torque
+
+    def _publish(self, torque: np.ndarray, now: Time) -> None:
+        data = array.array('d')
+        data.frombytes(torque[self._settings.command_index].tobytes())
+        self._command.data = data
+        self._publisher.publish(self._command)
+        self._last_command_time = now
+        self._health.commands += 1
+
+    def _on_watchdog(self) -> None:
+        """While no valid joint state is fresh, publish the safe command, never the last one."""
+        now = self.get_clock().now()
+        age = self._state_age(now)
+        if age is not None and age <= self._settings.joint_state_timeout:
+            return
+        if not self._stale:
+            self._stale = True
+            waited = (
+                'no joint state yet' if age is None else f'no valid joint state for {age:.3f} s'
+            )
+            self.get_logger().warning(
+                f'{waited} on {self.resolve_topic_name(JOINT_STATE_TOPIC)}: publishing the '
+                f'{self._settings.stale_command} safe command'
+            )
+        self._publish(self._safe_torque(), now)
+
+    def _state_age(self, now: Time) -> float | None:
+        if self._last_state_time is None:
+            return None
+        return (now - self._last_state_time).nanoseconds * 1e-9
+
+    # Diagnostics --------------------------------------------------------------------------
+
+    def _on_diagnostics(self) -> None:
+        message = DiagnosticArray()
+        message.header.stamp = self.get_clock().now().to_msg()
+        message.status = [self._tasks_status(), self._inputs_status(), self._torques_status()]
+        self._diagnostics.publish(message)
+        self._health.start_period(time.monotonic())
+
+    def _status(self, check: str, level: bytes, summary: str, values: dict) -> DiagnosticStatus:
+        return DiagnosticStatus(
+            level=level,
+            name=f'{self.get_name()}: {check}',
+            message=summary,
+            hardware_id=self._robot.name,
+            values=[KeyValue(key=key, value=_format(value)) for key, value in values.items()],
+        )
+
+    def _tasks_status(self) -> DiagnosticStatus:
+        health, result = self._health, self._health.result
+        values = {}
+        if result is not None:
+            values = {f'{task.name}.error_norm': task.error_norm for task in result.tasks}
+            for level in result.levels:
+                prefix = f'level_{level.priority}'
+                values[f'{prefix}.tasks'] = ','.join(level.task_names)
+                values[f'{prefix}.condition_number'] = level.condition_number
+                values[f'{prefix}.rank'] = level.rank
+                values[f'{prefix}.damped_directions'] = level.damped_directions
+        if health.failures_in_period:
+            return self._status('tasks', DiagnosticStatus.ERROR, health.last_error, values)
+        if result is None:
+            summary = 'no torque computed yet (no joint state)'
+            return self._status('tasks', DiagnosticStatus.WARN, summary, values)
+        damped = [level for level in result.levels if level.damped_directions]
+        if damped:
+            summary = '; '.join(
+                f'level {level.priority} ({",".join(level.task_names)}) near singular: '
+                f'{level.damped_directions} damped direction(s)'
+                for level in damped
+            )
+            return self._status('tasks', DiagnosticStatus.WARN, summary, values)
+        summary = f'{len(result.tasks)} task(s) on {len(result.levels)} level(s), well conditioned'
+        return self._status('tasks', DiagnosticStatus.OK, summary, values)
+
+    def _inputs_status(self) -> DiagnosticStatus:
+        health = self._health
+        now = self.get_clock().now()
+        age = self._state_age(now)
+        elapsed = max(time.monotonic() - health.period_start, 1e-9)
+        values = {
+            'stale': self._stale,
+            'joint_state_age_s': float('nan') if age is None else age,
+            'joint_state_rate_hz': health.ticks_in_period / elapsed,
+            **{f'rejected.{key}': count for key, count in sorted(health.rejected.items())},
+        }
+        if self._stale:
+            waited = (
+                'no joint state yet' if age is None else f'no valid joint state for {age:.2f} s'
+            )
+            summary = f'stale: {waited}; publishing the {self._settings.stale_command} command'
+            return self._status('inputs', DiagnosticStatus.ERROR, summary, values)
+        if health.rejected_in_period:
+            counts = ', '.join(f'{k}: {n}' for k, n in sorted(health.rejected_in_period.items()))
+            summary = f'{sum(health.rejected_in_period.values())} input(s) rejected ({counts})'
+            return self._status('inputs', DiagnosticStatus.WARN, summary, values)
+        summary = f'joint states at {values["joint_state_rate_hz"]:.1f} Hz'
+        return self._status('inputs', DiagnosticStatus.OK, summary, values)
+
+    def _torques_status(self) -> DiagnosticStatus:
+        health = self._health
+        names = np.array(self._robot.joint_names)
+        count = max(health.ticks_in_period, 1)
+        values = {
+            'saturated_joints': ','.join(names[health.saturated]),
+            'rate_limited_joints': ','.join(names[health.rate_limited]),
+            'non_finite_torques': health.non_finite_torques,
+            'compute_errors': health.compute_errors,
+            'commands_published': health.commands,
+            'safe_command': self._settings.stale_command,
+            'compute_time_ms.last': 1e3 * health.compute_last_s,
+            'compute_time_ms.mean': 1e3 * health.compute_total_s / count,
+            'compute_time_ms.max': 1e3 * health.compute_max_s,
+        }
+        if health.failures_in_period:
+            summary = f'{health.failures_in_period} tick(s) sent the safe command: '
+            return self._status(
+                'torques', DiagnosticStatus.ERROR, summary + health.last_error, values
+            )
+        if health.saturated.any() or health.rate_limited.any():
+            limited = ', '.join(names[health.saturated | health.rate_limited])
+            summary = f'limited: {limited}'
+            return self._status('torques', DiagnosticStatus.WARN, summary, values)
+        summary = f'compute {values["compute_time_ms.mean"]:.2f} ms mean per tick'
+        return self._status('torques', DiagnosticStatus.OK, summary, values)
+
+
+def _format(value: object) -> str:
+    if isinstance(value, float | np.floating):
+        return f'{value:.6g}'
+    return str(value)
+
+
+def main(args: list[str] | None = None) -> None:
+    """Console script `wbc_controller`: exits 0 after Ctrl-C / SIGTERM, 1 if it cannot start."""
+    try:
+        code = run_node(ControllerNode, NODE_NAME, args)
+    except RuntimeError as error:
+        # rclpy race (ros2/rclpy#398, ros2/ros2cli#854): the signal handler shuts the context
+        # down while the executor builds its next wait set. That is a clean shutdown too.
+        if SHUTDOWN_RACE not in str(error):
+            raise
+        code = 0
+    exit_with(code)
+
+
+if __name__ == '__main__':
+    main()
