@@ -8,7 +8,9 @@ PACKAGE_NAME = 'wbc_control'
 
 # Executables, one 'name = module:function' string per line. Each is added by the change that
 # makes its node work, never as a stub; test/test_packaging.py checks that every entry imports.
-CONSOLE_SCRIPTS = []
+CONSOLE_SCRIPTS = [
+    'wbc_controller = wbc_control.nodes.controller_node:main',
+]
 
 # The ROS 2 client libraries of one distribution, as PyPI wheels. The ros-<distro>-* names are
 # meta-packages that pin the matching ros-* wheels, so a newer distribution published under the
