@@ -10,6 +10,7 @@ PACKAGE_NAME = 'wbc_control'
 # makes its node work, never as a stub; test/test_packaging.py checks that every entry imports.
 CONSOLE_SCRIPTS = [
     'wbc_controller = wbc_control.nodes.controller_node:main',
+    'wbc_sim = wbc_control.nodes.sim_node:main',
 ]
 
 # The ROS 2 client libraries of one distribution, as PyPI wheels. The ros-<distro>-* names are

@@ -1,0 +1,237 @@
+"""`wbc_sim` over real DDS: topics, lock-step semantics, bad commands, start-up and shutdown."""
+
+from collections.abc import Iterator
+import signal
+
+from nav_msgs.msg import Odometry
+import numpy as np
+import pinocchio as pin
+import pytest
+from ros_support import NodeProcess, RosProbe
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from wbc_control.example_robots import example_robot_urdf
+from wbc_control.robot_model import RobotModel
+
+PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
+START_TIMEOUT_S = 30.0
+
+
+@pytest.fixture(scope='module')
+def panda() -> RobotModel:
+    return RobotModel.from_urdf_path(example_robot_urdf('panda')[0])
+
+
+@pytest.fixture
+def probe() -> Iterator[RosProbe]:
+    probe = RosProbe('sim_test_probe')
+    yield probe
+    probe.close()
+
+
+def panda_parameters(**overrides) -> dict:
+    parameters = {
+        'urdf_path': str(example_robot_urdf('panda')[0]),
+        'initial_positions': PANDA_READY,
+    }
+    parameters.update(overrides)
+    return parameters
+
+
+def lockstep_parameters(**overrides) -> dict:
+    return panda_parameters(
+        lockstep=True,
+        timestep=0.001,
+        control_period=0.004,
+        lockstep_resend_period=0.5,
+        **overrides,
+    )
+
+
+def stamp_s(message: JointState) -> float:
+    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+
+
+def command_publisher(probe: RosProbe):
+    """A command publisher the simulator has discovered."""
+    publisher = probe.publisher(Float64MultiArray, 'effort_controller/commands')
+    assert probe.spin_until(lambda: publisher.get_subscription_count() > 0, START_TIMEOUT_S)
+    return publisher
+
+
+def gravity_torque(robot: RobotModel, state: JointState) -> list[float]:
+    q = robot.configuration(np.asarray(state.position)[robot.joint_index(state.name)])
+    return pin.computeGeneralizedGravity(robot.model, robot.model.createData(), q).tolist()
+
+
+def test_publishes_joint_states_and_clock(probe: RosProbe, panda: RobotModel) -> None:
+    states = probe.subscribe(JointState, 'joint_states')
+    clocks = probe.subscribe(Clock, '/clock')
+    with NodeProcess('wbc_sim', panda_parameters()) as sim:
+        assert probe.spin_until(lambda: len(states) > 20 and len(clocks) > 20, START_TIMEOUT_S), (
+            sim.output()
+        )
+    last = states[-1]
+    assert list(last.name) == list(panda.joint_names)
+    assert len(last.position) == len(last.velocity) == len(last.effort) == panda.n_actuated
+    assert not any(last.effort)  # no command yet: zero torque
+    stamps = [stamp_s(state) for state in states]
+    assert all(later > earlier for earlier, later in zip(stamps, stamps[1:]))
+    assert np.diff(stamps).min() == pytest.approx(0.002)  # publish_rate 500 Hz of sim time
+    clock_s = [c.clock.sec + 1e-9 * c.clock.nanosec for c in clocks]
+    assert clock_s[-1] > clock_s[0]
+
+
+def test_lockstep_one_command_advances_one_control_period(
+    probe: RosProbe, panda: RobotModel
+) -> None:
+    states = probe.subscribe(JointState, 'joint_states')
+    clocks = probe.subscribe(Clock, '/clock')
+    with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
+        assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
+        publisher = command_publisher(probe)
+        probe.spin_for(0.6)  # a re-send of the unchanged first state may come meanwhile
+        assert {stamp_s(state) for state in states} == {0.0}
+        publisher.publish(Float64MultiArray(data=gravity_torque(panda, states[0])))
+        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, 10.0)
+        probe.spin_for(0.3)
+        assert sim.alive()
+    assert sorted({stamp_s(state) for state in states}) == [0.0, pytest.approx(0.004)]
+    assert max(c.clock.sec + 1e-9 * c.clock.nanosec for c in clocks) == pytest.approx(0.004)
+    advanced = next(state for state in states if stamp_s(state) > 0.0)
+    np.testing.assert_allclose(advanced.effort, gravity_torque(panda, states[0]))
+
+
+def test_gravity_compensation_holds_panda_in_lockstep(probe: RosProbe, panda: RobotModel) -> None:
+    states = probe.subscribe(JointState, 'joint_states')
+    with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
+        assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
+        publisher = command_publisher(probe)
+        answered: set[float] = set()
+        for _ in range(100):
+            assert probe.spin_until(lambda: stamp_s(states[-1]) not in answered, 10.0), (
+                sim.output()
+            )
+            answered.add(stamp_s(states[-1]))
+            publisher.publish(Float64MultiArray(data=gravity_torque(panda, states[-1])))
+        assert probe.spin_until(lambda: stamp_s(states[-1]) not in answered, 10.0)
+    final = states[-1]
+    assert stamp_s(final) == pytest.approx(100 * 0.004)
+    drift = np.asarray(final.position) - PANDA_READY
+    assert np.abs(drift).max() < 1e-3
+    # Without compensation the same 0.4 s would let the arm fall by far more than that.
+
+
+def test_bad_commands_are_rejected_and_the_node_lives_on(
+    probe: RosProbe, panda: RobotModel
+) -> None:
+    states = probe.subscribe(JointState, 'joint_states')
+    with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
+        assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
+        publisher = command_publisher(probe)
+        publisher.publish(Float64MultiArray(data=[0.0, 1.0]))
+        publisher.publish(Float64MultiArray(data=[float('nan')] * panda.n_actuated))
+        probe.spin_for(1.0)
+        assert {stamp_s(state) for state in states} == {0.0}
+        assert sim.alive()
+        publisher.publish(Float64MultiArray(data=gravity_torque(panda, states[0])))
+        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, 10.0)
+        output = sim.output()
+    assert 'length' in output and 'non_finite' in output
+    assert '2 rejected so far' in output
+
+
+def test_command_joints_order_and_subset(probe: RosProbe, panda: RobotModel) -> None:
+    states = probe.subscribe(JointState, 'joint_states')
+    order = ['panda_joint4', 'panda_joint1']
+    with NodeProcess('wbc_sim', lockstep_parameters(command_joints=order)) as sim:
+        assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
+        publisher = command_publisher(probe)
+        publisher.publish(Float64MultiArray(data=[4.0, 1.0]))
+        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, 10.0), sim.output()
+    expected = np.zeros(panda.n_actuated)
+    expected[panda.joint_index(order)] = [4.0, 1.0]
+    np.testing.assert_array_equal(states[-1].effort, expected)
+
+
+def test_stale_commands_fall_back_to_zero_torque(probe: RosProbe) -> None:
+    states = probe.subscribe(JointState, 'joint_states')
+    with NodeProcess('wbc_sim', panda_parameters(command_timeout=0.05)) as sim:
+        assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
+        publisher = command_publisher(probe)
+        publisher.publish(Float64MultiArray(data=[1.0] * 9))
+        assert probe.spin_until(lambda: any(states[-1].effort), 10.0)
+        applied_at = stamp_s(states[-1])
+        assert probe.spin_until(lambda: stamp_s(states[-1]) > applied_at + 0.2, 10.0)
+        output = sim.output()
+    pushed = [stamp_s(s) for s in states if any(s.effort)]
+    assert max(pushed) - min(pushed) <= 0.05 + 1e-6
+    assert not any(states[-1].effort)
+    assert 'applying zero torque' in output
+
+
+def test_floating_base_publishes_odom(probe: RosProbe) -> None:
+    states = probe.subscribe(JointState, 'joint_states')
+    odometry = probe.subscribe(Odometry, 'odom')
+    parameters = {
+        'urdf_path': str(example_robot_urdf('solo12')[0]),
+        'floating_base': True,
+        'lockstep': True,
+        'lockstep_resend_period': 0.5,
+    }
+    with NodeProcess('wbc_sim', parameters) as sim:
+        assert probe.spin_until(lambda: states and odometry, START_TIMEOUT_S), sim.output()
+    odom = odometry[0]
+    assert odom.header.frame_id == 'odom'
+    assert odom.child_frame_id == 'base_link'
+    assert odom.pose.pose.position.z > 0.1  # placed on the ground plane
+    orientation = odom.pose.pose.orientation
+    assert orientation.w == pytest.approx(1.0)
+    assert len(states[0].name) == 12
+
+
+def test_missing_model_exits_non_zero_naming_both_parameters() -> None:
+    with NodeProcess('wbc_sim') as sim:
+        code = sim.wait(START_TIMEOUT_S)
+        output = sim.output()
+    assert code != 0
+    assert 'robot_description' in output and 'urdf_path' in output
+
+
+def test_invalid_parameters_exit_non_zero_with_a_reason() -> None:
+    with NodeProcess('wbc_sim', panda_parameters(control_period=0.0015)) as sim:
+        code = sim.wait(START_TIMEOUT_S)
+        output = sim.output()
+    assert code != 0
+    assert 'control_period' in output and 'Traceback' not in output
+
+
+# rclpy handles SIGTERM by shutting the context down from another thread; an executor woken by
+# it can then raise RCLError ("context is not valid") instead of ExternalShutdownException, which
+# node_support.run_node does not treat as a shutdown yet. Until it does (catch RCLError when
+# `not rclpy.ok()`), SIGTERM exits non-zero in some runs.
+SIGTERM_RACE = pytest.mark.xfail(reason='run_node: RCLError after SIGTERM', strict=False)
+
+
+@pytest.mark.parametrize(
+    ('sig', 'lockstep'),
+    [
+        (signal.SIGINT, False),
+        (signal.SIGINT, True),
+        pytest.param(signal.SIGTERM, False, marks=SIGTERM_RACE),
+        pytest.param(signal.SIGTERM, True, marks=SIGTERM_RACE),
+    ],
+    ids=['SIGINT-paced', 'SIGINT-lockstep', 'SIGTERM-paced', 'SIGTERM-lockstep'],
+)
+def test_clean_shutdown(probe: RosProbe, sig: signal.Signals, lockstep: bool) -> None:
+    states = probe.subscribe(JointState, 'joint_states')
+    parameters = lockstep_parameters() if lockstep else panda_parameters()
+    with NodeProcess('wbc_sim', parameters) as sim:
+        # A timer-driven state (a re-send in lock-step): the node is spinning, not starting up.
+        assert probe.spin_until(lambda: len(states) > 1, START_TIMEOUT_S), sim.output()
+        code = sim.stop(sig)
+        output = sim.output()
+    assert code == 0, output
+    assert 'Traceback' not in output
