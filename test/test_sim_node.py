@@ -212,7 +212,6 @@ def test_invalid_parameters_exit_non_zero_with_a_reason() -> None:
 # it can then raise RCLError ("context is not valid") instead of ExternalShutdownException, which
 # node_support.run_node does not treat as a shutdown yet. Until it does (catch RCLError when
 # `not rclpy.ok()`), SIGTERM exits non-zero in some runs.
-SIGTERM_RACE = pytest.mark.xfail(reason='run_node: RCLError after SIGTERM', strict=False)
 
 
 @pytest.mark.parametrize(
@@ -220,8 +219,8 @@ SIGTERM_RACE = pytest.mark.xfail(reason='run_node: RCLError after SIGTERM', stri
     [
         (signal.SIGINT, False),
         (signal.SIGINT, True),
-        pytest.param(signal.SIGTERM, False, marks=SIGTERM_RACE),
-        pytest.param(signal.SIGTERM, True, marks=SIGTERM_RACE),
+        pytest.param(signal.SIGTERM, False),
+        pytest.param(signal.SIGTERM, True),
     ],
     ids=['SIGINT-paced', 'SIGINT-lockstep', 'SIGTERM-paced', 'SIGTERM-lockstep'],
 )

@@ -6,6 +6,7 @@ import sys
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
 
 from wbc_control.exceptions import ModelError, WbcError
@@ -67,6 +68,11 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except rclpy_implementation.RCLError:
+        # SIGTERM can invalidate the context while a callback still runs; only an error
+        # raised while rclpy is still up is a real failure.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             node.destroy_node()
