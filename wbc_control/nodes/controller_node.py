@@ -86,7 +86,6 @@ TARGET_QOS = QoSProfile(
 DIAGNOSTICS_QOS = 10
 WATCHDOG_MAX_PERIOD_S = 0.05
 LOG_THROTTLE_S = 1.0
-SHUTDOWN_RACES = ('context is not valid', 'context is invalid')
 
 #: Controller-level parameters: name -> (description, live, dynamically typed).
 SETTING_PARAMETERS: dict[str, tuple[str, bool, bool]] = {
@@ -621,16 +620,7 @@ def _format(value: object) -> str:
 
 def main(args: list[str] | None = None) -> None:
     """Console script `wbc_controller`: exits 0 after Ctrl-C / SIGTERM, 1 if it cannot start."""
-    try:
-        code = run_node(ControllerNode, NODE_NAME, args)
-    except RuntimeError as error:
-        # rclpy race (ros2/rclpy#398, ros2/ros2cli#854): the signal handler shuts the context
-        # down while the executor builds its next wait set or a callback publishes. That is a
-        # clean shutdown too.
-        if not any(race in str(error) for race in SHUTDOWN_RACES):
-            raise
-        code = 0
-    exit_with(code)
+    exit_with(run_node(ControllerNode, NODE_NAME, args))
 
 
 if __name__ == '__main__':
