@@ -90,8 +90,8 @@ def test_lockstep_one_command_advances_one_control_period(
     states = probe.subscribe(JointState, 'joint_states')
     clocks = probe.subscribe(Clock, '/clock')
     with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
+        publisher = command_publisher(probe)  # lockstep starts once a controller connects
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
-        publisher = command_publisher(probe)
         probe.spin_for(0.6)  # a re-send of the unchanged first state may come meanwhile
         assert {stamp_s(state) for state in states} == {0.0}
         publisher.publish(Float64MultiArray(data=gravity_torque(panda, states[0])))
@@ -107,8 +107,8 @@ def test_lockstep_one_command_advances_one_control_period(
 def test_gravity_compensation_holds_panda_in_lockstep(probe: RosProbe, panda: RobotModel) -> None:
     states = probe.subscribe(JointState, 'joint_states')
     with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
+        publisher = command_publisher(probe)  # lockstep starts once a controller connects
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
-        publisher = command_publisher(probe)
         answered: set[float] = set()
         for _ in range(100):
             assert probe.spin_until(lambda: stamp_s(states[-1]) not in answered, 10.0), (
@@ -129,8 +129,8 @@ def test_bad_commands_are_rejected_and_the_node_lives_on(
 ) -> None:
     states = probe.subscribe(JointState, 'joint_states')
     with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
+        publisher = command_publisher(probe)  # lockstep starts once a controller connects
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
-        publisher = command_publisher(probe)
         publisher.publish(Float64MultiArray(data=[0.0, 1.0]))
         publisher.publish(Float64MultiArray(data=[float('nan')] * panda.n_actuated))
         probe.spin_for(1.0)
@@ -147,8 +147,8 @@ def test_command_joints_order_and_subset(probe: RosProbe, panda: RobotModel) -> 
     states = probe.subscribe(JointState, 'joint_states')
     order = ['panda_joint4', 'panda_joint1']
     with NodeProcess('wbc_sim', lockstep_parameters(command_joints=order)) as sim:
+        publisher = command_publisher(probe)  # lockstep starts once a controller connects
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
-        publisher = command_publisher(probe)
         publisher.publish(Float64MultiArray(data=[4.0, 1.0]))
         assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, 10.0), sim.output()
     expected = np.zeros(panda.n_actuated)
@@ -159,8 +159,8 @@ def test_command_joints_order_and_subset(probe: RosProbe, panda: RobotModel) -> 
 def test_stale_commands_fall_back_to_zero_torque(probe: RosProbe) -> None:
     states = probe.subscribe(JointState, 'joint_states')
     with NodeProcess('wbc_sim', panda_parameters(command_timeout=0.05)) as sim:
+        publisher = command_publisher(probe)  # lockstep starts once a controller connects
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
-        publisher = command_publisher(probe)
         publisher.publish(Float64MultiArray(data=[1.0] * 9))
         assert probe.spin_until(lambda: any(states[-1].effort), 10.0)
         applied_at = stamp_s(states[-1])
@@ -182,6 +182,7 @@ def test_floating_base_publishes_odom(probe: RosProbe) -> None:
         'lockstep_resend_period': 0.5,
     }
     with NodeProcess('wbc_sim', parameters) as sim:
+        command_publisher(probe)
         assert probe.spin_until(lambda: states and odometry, START_TIMEOUT_S), sim.output()
     odom = odometry[0]
     assert odom.header.frame_id == 'odom'
@@ -228,6 +229,8 @@ def test_clean_shutdown(probe: RosProbe, sig: signal.Signals, lockstep: bool) ->
     states = probe.subscribe(JointState, 'joint_states')
     parameters = lockstep_parameters() if lockstep else panda_parameters()
     with NodeProcess('wbc_sim', parameters) as sim:
+        if lockstep:
+            command_publisher(probe)
         # A timer-driven state (a re-send in lock-step): the node is spinning, not starting up.
         assert probe.spin_until(lambda: len(states) > 1, START_TIMEOUT_S), sim.output()
         code = sim.stop(sig)

@@ -9,9 +9,11 @@ applies `effort_controller/commands` as joint torques and publishes `joint_state
   command is held, and after `command_timeout` s of simulated time without one the torques
   are zero;
 - `lockstep`: every accepted command advances exactly `control_period` s (a whole number of
-  physics steps), then one state is published. The first state goes out at start; the current
-  state is re-sent unchanged (same stamp) when no command came for `lockstep_resend_period` s
-  of wall time, so a controller that started late still gets one.
+  physics steps), then one state is published. The first state goes out as soon as a
+  controller is connected (a subscriber on joint_states and a publisher on the commands); the
+  current state is re-sent unchanged (same stamp) when no command came for
+  `lockstep_resend_period` s of wall time, so a state or command lost in transit never stalls
+  the loop.
 
 Everything MuJoCo-specific lives in :mod:`wbc_control.mujoco_model`.
 """
@@ -149,10 +151,18 @@ class SimNode(Node):
             self.create_publisher(Odometry, 'odom', 10) if robot.floating_base else None
         )
         self._clock_pub = self.create_publisher(ClockMessage, '/clock', 10)
-        self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
+        self._command_sub = self.create_subscription(
+            Float64MultiArray, COMMAND_TOPIC, self._on_command, 10
+        )
+        self._first_state_sent = False
         self._start_timers()
-        self._publish_state()
+        if not self.settings.lockstep:
+            self._publish_first_state()
         self.get_logger().info(self._startup_summary(robot))
+
+    def _publish_first_state(self) -> None:
+        self._first_state_sent = True
+        self._publish_state()
 
     def _start_timers(self) -> None:
         """Wall-clock (steady) timers: this node is the source of simulated time."""
@@ -160,9 +170,9 @@ class SimNode(Node):
         settings = self.settings
         if settings.lockstep:
             self._last_command_wall_s = time.monotonic()
-            if settings.lockstep_resend_s > 0.0:
-                period_s = settings.lockstep_resend_s / 4.0
-                self.create_timer(period_s, self._on_resend_timer, clock=steady)
+            resend_s = settings.lockstep_resend_s
+            period_s = min(resend_s / 4.0, 0.05) if resend_s > 0.0 else 0.05
+            self.create_timer(period_s, self._on_resend_timer, clock=steady)
             return
         self._pacer = RealTimePacer(settings, self.sim.timestep_s)
         period_s = 0.0
@@ -231,7 +241,19 @@ class SimNode(Node):
             )
 
     def _on_resend_timer(self) -> None:
-        if time.monotonic() - self._last_command_wall_s >= self.settings.lockstep_resend_s:
+        if not self._first_state_sent:
+            # Lockstep starts when a controller is connected both ways, so the first state
+            # (stamp 0, which ROS also reads as "unstamped") is answered once, not re-sent.
+            connected = (
+                self._joint_state_pub.get_subscription_count() > 0
+                and self._command_sub.get_publisher_count() > 0
+            )
+            if connected:
+                self._last_command_wall_s = time.monotonic()
+                self._publish_first_state()
+            return
+        resend_s = self.settings.lockstep_resend_s
+        if resend_s > 0.0 and time.monotonic() - self._last_command_wall_s >= resend_s:
             self._last_command_wall_s = time.monotonic()
             self._publish_state()
 
