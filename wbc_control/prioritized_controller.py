@@ -23,16 +23,21 @@ Without contacts, M⁻¹ is applied by Cholesky solves (`RobotState.solve_mass_m
 formed. Because J̄ = M⁻¹Jpᵀ Λ and Jp = J N, a lower level's contribution J̄_k(·) satisfies
 J_i J̄_k = 0 for every higher level i whose Λ is exact, so it cannot change a higher level's
 task acceleration.
+
+Products are written `A.dot(B)`: on these small arrays numpy's `@` (a generalized ufunc) costs
+two to three times as much per call, and a tick makes dozens of them.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import math
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+from scipy.linalg import get_lapack_funcs
 
-from wbc_control.constrained_dynamics import dagger_terms
+from wbc_control.constrained_dynamics import SCHUR_MIN_RCOND, dagger_terms
 from wbc_control.contacts import (
     Contact,
     ContactForceReport,
@@ -44,8 +49,10 @@ from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
 from wbc_control.robot_model import RobotModel
 from wbc_control.robot_state import RobotState
 from wbc_control.task_inertia import regularized_task_inertia
-from wbc_control.tasks.task import Task
+from wbc_control.tasks.task import Task, TaskTerms, as_slice
 from wbc_control.torque_limits import TorqueLimiter
+
+_POTRF, _POTRS, _POCON = get_lapack_funcs(('potrf', 'potrs', 'pocon'), (np.zeros((1, 1)),))
 
 DEFAULT_SINGULAR_VALUE_THRESHOLD = 1e-3
 DEFAULT_FRICTION_COEFFICIENT = 0.7
@@ -115,9 +122,9 @@ class ControllerResult(NamedTuple):
 
 
 class _Level:
-    """Tasks sharing one priority, with their stacked row layout."""
+    """Tasks sharing one priority, with their stacked row layout and stacking buffers."""
 
-    def __init__(self, priority: int, entries: Sequence[TaskEntry]) -> None:
+    def __init__(self, priority: int, entries: Sequence[TaskEntry], nv: int) -> None:
         self.priority = priority
         self.entries = tuple(entries)
         self.names = tuple(entry.name for entry in entries)
@@ -127,11 +134,31 @@ class _Level:
             self.slices.append(slice(start, start + entry.task.dim))
             start += entry.task.dim
         self.dim = start
+        self._jacobian = np.empty((start, nv))
+        self._drift = np.empty(start)
 
     def sqrt_weights(self, weights: dict[str, float]) -> np.ndarray:
         return np.concatenate(
             [np.full(entry.task.dim, np.sqrt(weights[entry.name])) for entry in self.entries]
         )
+
+    def stack(self, terms: Sequence[TaskTerms]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stacked Jacobian `(m, nv)`, drift J̇v `(m,)` and target ẍ* − J̇v `(m,)` of the level.
+
+        A single task is used as it is; several are written into the level's buffers, which
+        are overwritten on the next tick.
+        """
+        if len(terms) == 1:
+            (term,) = terms
+            return term.jacobian, term.drift, term.desired_acceleration - term.drift
+        jacobian, drift = self._jacobian, self._drift
+        target = np.empty(self.dim)
+        for rows, term in zip(self.slices, terms):
+            jacobian[rows] = term.jacobian
+            drift[rows] = term.drift
+            target[rows] = term.desired_acceleration
+        target -= drift
+        return jacobian, drift, target
 
 
 class PrioritizedController:
@@ -175,14 +202,16 @@ class PrioritizedController:
         self.singular_value_threshold = validate_threshold(singular_value_threshold)
         priorities = sorted({entry.priority for entry in entries})
         self.levels = tuple(
-            _Level(p, [entry for entry in entries if entry.priority == p]) for p in priorities
+            _Level(p, [entry for entry in entries if entry.priority == p], robot.nv)
+            for p in priorities
         )
         self._weights = {entry.name: float(entry.weight) for entry in entries}
         self._sqrt_weights = tuple(level.sqrt_weights(self._weights) for level in self.levels)
         limits = robot.effort_limits if effort_limits is None else effort_limits
         self.limiter = TorqueLimiter(limits, torque_rate_limits)
+        self._identity = np.eye(robot.nv)
         self._null_space = np.eye(robot.nv)
-        self._acceleration = np.zeros(robot.nv)
+        self._actuated = as_slice(robot.indices.v)
 
     def task(self, name: str) -> Task:
         """The task called `name` (KeyError if unknown)."""
@@ -211,26 +240,24 @@ class PrioritizedController:
             state: kinematics and dynamics already updated for this tick.
             dt: time since the previous command (s), for the torque-rate limit.
         """
-        null_space = self._null_space
-        null_space[:] = 0.0
-        np.fill_diagonal(null_space, 1.0)
-        acceleration = self._acceleration
-        acceleration[:] = 0.0
-        inverse_inertia, constraint, method = self._constraint(state, acceleration)
+        inverse_inertia, constraint, method, acceleration = self._constraint(state)
+        # N = I above the first level: Jp = J needs no product, and the last level's N is unused.
+        null_space = None
+        last = len(self.levels) - 1
         level_reports, level_terms = [], []
-        for level, sqrt_weights in zip(self.levels, self._sqrt_weights):
+        for index, (level, sqrt_weights) in enumerate(zip(self.levels, self._sqrt_weights)):
             terms = [entry.task.compute(state) for entry in level.entries]
-            level_terms.append(terms)
-            jacobian = np.concatenate([t.jacobian for t in terms])  # (m, nv)
-            target = np.concatenate([t.desired_acceleration - t.drift for t in terms])  # (m,)
-            projected = jacobian @ null_space  # (m, nv) Jp
+            jacobian, drift, target = level.stack(terms)  # (m, nv), (m,), (m,)
+            projected = jacobian if null_space is None else jacobian.dot(null_space)  # (m, nv) Jp
             inverse_inertia_jt = inverse_inertia(projected.T)  # (nv, m) M⁻¹Jpᵀ or M†Jpᵀ
             inertia = regularized_task_inertia(
-                projected @ inverse_inertia_jt, sqrt_weights, self.singular_value_threshold
+                projected.dot(inverse_inertia_jt), sqrt_weights, self.singular_value_threshold
             )
-            consistent_inverse = inverse_inertia_jt @ inertia.inertia  # (nv, m) J̄
-            acceleration += consistent_inverse @ (target - jacobian @ acceleration)
-            null_space -= consistent_inverse @ projected
+            consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
+            acceleration += consistent_inverse.dot(target - jacobian.dot(acceleration))
+            if index < last:
+                null_space = self._reduce_null_space(null_space, consistent_inverse.dot(projected))
+            level_terms.append((terms, jacobian, drift))
             level_reports.append(
                 LevelReport(
                     level.priority,
@@ -240,23 +267,23 @@ class PrioritizedController:
                     inertia.damped,
                 )
             )
-        generalized_force = state.mass_matrix @ acceleration + state.nonlinear_effects
+        generalized_force = state.mass_matrix.dot(acceleration) + state.nonlinear_effects
         contact_reports, residual = (), 0.0
         if constraint is not None:
             forces = base_contact_forces(constraint, generalized_force, self.robot.base_nv)
-            generalized_force -= constraint.T @ forces.forces
+            generalized_force -= constraint.T.dot(forces.forces)
             contact_reports = contact_force_reports(
                 self.contacts, forces.forces, self.friction_coefficient
             )
             residual = forces.base_residual
-        torque = generalized_force[self.robot.indices.v]
+        torque = generalized_force[self._actuated]
         limited = self.limiter.apply(torque, dt)
         return ControllerResult(
             limited.torque,
             torque,
             limited.saturated,
             limited.rate_limited,
-            acceleration.copy(),
+            acceleration,
             self._task_reports(level_terms, acceleration),
             tuple(level_reports),
             contact_reports,
@@ -264,35 +291,91 @@ class PrioritizedController:
             method,
         )
 
-    def _constraint(self, state: RobotState, acceleration: np.ndarray):
+    def _reduce_null_space(self, null_space: np.ndarray | None, used: np.ndarray) -> np.ndarray:
+        """N ← N − J̄ Jp (`used` = J̄ Jp), in the controller's buffer; None stands for N = I."""
+        if null_space is None:
+            return np.subtract(self._identity, used, out=self._null_space)
+        null_space -= used
+        return null_space
+
+    def _constraint(self, state: RobotState):
         """The inverse inertia the task levels see, and the contacts' own acceleration.
 
-        Without contacts: M⁻¹ by Cholesky solves. With contacts: M† from the block matrix, and
-        q̈ ← −A†ᵀ Ȧq̇ (seed 000 eq 22), the mass-weighted least-effort way to keep A q̈ = −Ȧq̇.
-        Raises SingularConstraint if [M Aᵀ; A 0] is not invertible (seed eq 32).
+        Without contacts: M⁻¹ by Cholesky solves and q̈ = 0. With contacts: M†, and
+        q̈ = −A†ᵀ Ȧq̇ (seed 000 eq 22), the mass-weighted least-effort way to keep
+        A q̈ = −Ȧq̇. M† and A† come from the tick's Cholesky factor of M (`schur_dagger_terms`)
+        when M and A M⁻¹ Aᵀ are well conditioned, else from the block matrix
+        (`wbc_control.constrained_dynamics.dagger_terms`), which raises SingularConstraint if
+        [M Aᵀ; A 0] is not invertible (seed eq 32).
         """
         if not self.contacts:
-            return state.solve_mass_matrix, None, ''
+            return state.solve_mass_matrix, None, '', np.zeros(self.robot.nv)
         constraint, drift = contact_jacobian(state, self.contacts)
-        terms = dagger_terms(state.mass_matrix, constraint)
-        acceleration -= terms.a_dagger.T @ drift
-        return terms.m_dagger.__matmul__, constraint, terms.method
+        terms = schur_dagger_terms(state, constraint)
+        if terms is None:
+            block = dagger_terms(state.mass_matrix, constraint)
+            terms = block.m_dagger, block.a_dagger.T, block.method
+        m_dagger, a_dagger_t, method = terms
+        return m_dagger.dot, constraint, method, -a_dagger_t.dot(drift)
 
     def _task_reports(self, level_terms: list, acceleration: np.ndarray) -> tuple[TaskReport, ...]:
+        """Per-task error and achieved acceleration J q̈ + J̇v (one product per level)."""
         reports = []
-        for level, terms in zip(self.levels, level_terms):
-            for entry, term in zip(level.entries, terms):
+        for level, (terms, jacobian, drift) in zip(self.levels, level_terms):
+            achieved = jacobian.dot(acceleration) + drift  # (m,)
+            for entry, rows, term in zip(level.entries, level.slices, terms):
+                error = term.error
                 reports.append(
                     TaskReport(
                         entry.name,
                         entry.priority,
-                        term.error,
-                        float(np.linalg.norm(term.error)),
+                        error,
+                        math.sqrt(error.dot(error)),
                         term.desired_acceleration,
-                        term.jacobian @ acceleration + term.drift,
+                        achieved[rows],
                     )
                 )
         return tuple(reports)
+
+
+def schur_dagger_terms(
+    state: RobotState, constraint: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """M† and A†ᵀ by the Schur complement of M (seed 000 eqs 6-7), from the tick's Cholesky of M.
+
+    With X = M⁻¹Aᵀ and the Delassus matrix D = A M⁻¹ Aᵀ::
+
+        A†ᵀ = X D⁻¹ (eq 7),   M† = M⁻¹ − A†ᵀ Xᵀ (eq 6)
+
+    These are the terms `dagger_terms` computes on its 'schur' path; this one reuses the
+    factorisation of M that `RobotState` already holds. It declines (returns None) unless M and
+    D are positive definite with reciprocal condition estimates (LAPACK `pocon`) of at least
+    `SCHUR_MIN_RCOND`, where forming M⁻¹ keeps enough digits: the caller then uses the block
+    matrix.
+
+    Returns:
+        `(M†, A†ᵀ, 'schur')`, `(nv, nv)` and `(nv, m)`, or None.
+    """
+    try:
+        factor, lower = state.mass_matrix_cholesky
+    except InvalidValue:
+        return None
+    if _reciprocal_condition(factor, lower, state.mass_matrix) < SCHUR_MIN_RCOND:
+        return None
+    inverse_mass = state.solve_mass_matrix(np.eye(state.robot.nv))  # (nv, nv) M⁻¹
+    inverse_mass_at = inverse_mass.dot(constraint.T)  # (nv, m) X = M⁻¹Aᵀ
+    delassus = constraint.dot(inverse_mass_at)  # (m, m) D
+    delassus_factor, info = _POTRF(delassus, lower=False, clean=False)
+    if info != 0 or _reciprocal_condition(delassus_factor, False, delassus) < SCHUR_MIN_RCOND:
+        return None
+    a_dagger_t = _POTRS(delassus_factor, inverse_mass_at.T, lower=False)[0].T  # (nv, m)
+    return inverse_mass - a_dagger_t.dot(inverse_mass_at.T), a_dagger_t, 'schur'
+
+
+def _reciprocal_condition(factor: np.ndarray, lower: bool, matrix: np.ndarray) -> float:
+    """LAPACK's 1-norm reciprocal condition estimate of a matrix from its Cholesky factor."""
+    norm = float(np.abs(matrix).sum(axis=0).max())
+    return float(_POCON(factor, norm, uplo='L' if lower else 'U')[0])
 
 
 def validate_threshold(threshold: float) -> float:

@@ -1,27 +1,40 @@
 """Per-tick kinematics and dynamics, computed once and shared by every task.
 
-`RobotState.update(q, v)` runs Pinocchio's C++ routines once per tick:
+`RobotState.update(q, v)` runs Pinocchio's C++ routines once per tick, and no more of them
+than the controller needs:
 
-- `computeAllTerms`: forward kinematics (position, velocity and the zero-acceleration bias),
-  joint Jacobians, the joint-space inertia M(q) (CRBA), h(q, v) = C(q, v) v + g(q) (RNEA with
-  q̈ = 0), the centre of mass and its Jacobian;
-- `updateFramePlacements`;
-- a Cholesky factorisation of M, so that M⁻¹B is always a pair of triangular solves and M is
-  never inverted explicitly;
-- on request, the centre-of-mass drift (`centerOfMass` at ACCELERATION level).
+- `forwardKinematics` with q̈ = 0: joint placements, velocities and the zero-acceleration bias
+  (the classical drift terms J̇v of the tasks are read from it);
+- `computeJointJacobians` (from those placements) and `updateFramePlacements`;
+- `crba`: the joint-space inertia M(q) (the Python binding returns both triangles);
+- `nonLinearEffects`: h(q, v) = C(q, v) v + g(q) (RNEA with q̈ = 0).
+
+On first use in a tick, and only then:
+
+- a Cholesky factorisation of M (LAPACK `potrf`), so that M⁻¹B is always a pair of triangular
+  solves (`potrs`) and M is never inverted explicitly;
+- the centre of mass, its velocity, Jacobian and drift (`jacobianCenterOfMass` and
+  `centerOfMass` at ACCELERATION level, from the kinematics above);
+- the generalized gravity g(q) (one more RNEA pass).
 
 Tasks read from it; they never call Pinocchio algorithms that redo the kinematics.
 """
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import get_lapack_funcs
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
 from wbc_control.robot_model import RobotModel
 
 LOCAL_WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+# Resolved once: the scipy wrappers (cho_factor / cho_solve) cost more than the factorisation
+# of a robot-sized M.
+_POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
 
 
 class RobotState:
@@ -35,9 +48,13 @@ class RobotState:
         self.v = np.zeros(robot.nv)
         self.mass_matrix = np.zeros((robot.nv, robot.nv))
         self.nonlinear_effects = np.zeros(robot.nv)
-        self._lower = np.tril_indices(robot.nv, -1)
-        self._cholesky: tuple[np.ndarray, bool] | None = None
-        self._com_drift_valid = False
+        self._zero_acceleration = np.zeros(robot.nv)
+        self._cholesky: np.ndarray | None = None
+        self._com_valid = False
+        self._com = np.zeros(3)
+        self._com_velocity = np.zeros(3)
+        self._com_drift = np.zeros(3)
+        self._com_jacobian = np.zeros((3, robot.nv))
         self._gravity_valid = False
         self._gravity = np.zeros(robot.nv)
 
@@ -46,7 +63,7 @@ class RobotState:
 
         Raises:
             InvalidShape: wrong vector sizes.
-            InvalidValue: non-finite entries, or an inertia matrix that is not positive definite.
+            InvalidValue: non-finite entries.
         """
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float)
@@ -55,36 +72,44 @@ class RobotState:
                 f'expected q of shape ({self.robot.nq},) and v of shape ({self.robot.nv},), '
                 f'got {q.shape} and {v.shape}'
             )
-        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+        # A sum is finite exactly when every entry is (barring overflow past 1e306, far beyond
+        # any joint state); one reduction per vector instead of an elementwise test and `all`.
+        if not (math.isfinite(q.sum()) and math.isfinite(v.sum())):
             raise InvalidValue('q or v has non-finite entries')
         np.copyto(self.q, q)
         np.copyto(self.v, v)
-        pin.computeAllTerms(self.model, self.data, self.q, self.v)
-        pin.updateFramePlacements(self.model, self.data)
-        # CRBA fills the upper triangle only; mirror it so M is exactly symmetric.
-        np.copyto(self.mass_matrix, self.data.M)
-        self.mass_matrix[self._lower] = self.mass_matrix.T[self._lower]
-        np.copyto(self.nonlinear_effects, self.data.nle)
+        model, data = self.model, self.data
+        pin.forwardKinematics(model, data, self.q, self.v, self._zero_acceleration)
+        pin.computeJointJacobians(model, data)
+        pin.updateFramePlacements(model, data)
+        np.copyto(self.mass_matrix, pin.crba(model, data, self.q))
+        np.copyto(self.nonlinear_effects, pin.nonLinearEffects(model, data, self.q, self.v))
         self._cholesky = None
-        self._com_drift_valid = False
+        self._com_valid = False
         self._gravity_valid = False
 
     @property
     def mass_matrix_cholesky(self) -> tuple[np.ndarray, bool]:
-        """Cholesky factor of M (scipy `cho_factor` form), computed at most once per tick."""
+        """Cholesky factor of M in scipy's `cho_factor` form `(c, lower)`, once per tick.
+
+        Raises:
+            InvalidValue: M is not positive definite.
+        """
         if self._cholesky is None:
-            try:
-                self._cholesky = cho_factor(self.mass_matrix, check_finite=False)
-            except np.linalg.LinAlgError as error:
+            factor, info = _POTRF(self.mass_matrix, lower=False, clean=False)
+            if info != 0:
                 raise InvalidValue(
                     'the joint-space inertia matrix is not positive definite (massless '
                     'subtree without a constraint?)'
-                ) from error
-        return self._cholesky
+                )
+            self._cholesky = factor
+        return self._cholesky, False
 
     def solve_mass_matrix(self, rhs: np.ndarray) -> np.ndarray:
         """M⁻¹ rhs by two triangular solves (rhs: `(nv,)` or `(nv, k)`)."""
-        return cho_solve(self.mass_matrix_cholesky, rhs, check_finite=False)
+        factor, lower = self.mass_matrix_cholesky
+        solution, _ = _POTRS(factor, rhs, lower=lower)
+        return solution
 
     @property
     def gravity(self) -> np.ndarray:
@@ -120,22 +145,35 @@ class RobotState:
     @property
     def com(self) -> np.ndarray:
         """Centre of mass position in the world, `(3,)`."""
-        return self.data.com[0]
+        self._update_com()
+        return self._com
 
     @property
     def com_velocity(self) -> np.ndarray:
         """Centre of mass velocity, `(3,)` (= Jcom v)."""
-        return self.data.vcom[0]
+        self._update_com()
+        return self._com_velocity
 
     @property
     def com_jacobian(self) -> np.ndarray:
         """Centre of mass Jacobian, `(3, nv)`."""
-        return self.data.Jcom
+        self._update_com()
+        return self._com_jacobian
 
     @property
     def com_drift(self) -> np.ndarray:
-        """J̇com v: centre of mass acceleration at q̈ = 0, `(3,)` (computed on first use)."""
-        if not self._com_drift_valid:
-            pin.centerOfMass(self.model, self.data, pin.KinematicLevel.ACCELERATION, False)
-            self._com_drift_valid = True
-        return self.data.acom[0]
+        """J̇com v: centre of mass acceleration at q̈ = 0, `(3,)`."""
+        self._update_com()
+        return self._com_drift
+
+    def _update_com(self) -> None:
+        """Centre-of-mass quantities from this tick's kinematics, at most once per tick."""
+        if self._com_valid:
+            return
+        model, data = self.model, self.data
+        np.copyto(self._com_jacobian, pin.jacobianCenterOfMass(model, data, False))
+        pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
+        np.copyto(self._com, data.com[0])
+        np.copyto(self._com_velocity, data.vcom[0])
+        np.copyto(self._com_drift, data.acom[0])
+        self._com_valid = True

@@ -27,8 +27,10 @@ weights decide how the residual is shared: the solution minimises Σ wᵢ ‖ẍ
 Jacobi-normalised rows.
 """
 
+from bisect import bisect_left, bisect_right
 from typing import NamedTuple
 
+import eigenpy
 import numpy as np
 
 NO_AUTHORITY = 1e-12
@@ -49,29 +51,49 @@ def regularized_task_inertia(
 ) -> TaskInertia:
     """Λ from Φ = Jp M⁻¹ Jpᵀ by the scaled, variably damped inverse of the module docstring.
 
+    Cost notes (this runs once per level and tick on matrices of 3 to 40 rows): the
+    eigen-decomposition is Eigen's `SelfAdjointEigenSolver` through eigenpy (a Pinocchio
+    dependency), a fraction of the cost of numpy's `eigh` at these sizes; like `eigh` it reads
+    the lower triangle and returns ascending eigenvalues, which lets the counts below bisect a
+    plain list; the scalings D Φ D and D U are written as row-wise broadcasts.
+
     Args:
         phi: Φ, symmetric positive semi-definite, `(m, m)`.
         sqrt_weights: √w per row, positive, `(m,)`.
         threshold: ε relative to the largest scaled eigenvalue, in (0, 1).
     """
-    diagonal = np.diag(phi)
-    largest = diagonal.max(initial=0.0)
     size = phi.shape[0]
+    diagonal = phi.diagonal()
+    diagonal_values = diagonal.tolist()
+    largest = max(diagonal_values, default=0.0)
     if not largest > 0.0:
         return TaskInertia(np.zeros((size, size)), np.inf, 0, 0)
-    scale = np.zeros(size)
-    active = diagonal > NO_AUTHORITY * largest
-    scale[active] = sqrt_weights[active] / np.sqrt(diagonal[active])
-    scaled = scale[:, np.newaxis] * phi * scale[np.newaxis, :]
-    sigma, vectors = np.linalg.eigh(scaled)
-    np.maximum(sigma, 0.0, out=sigma)
-    sigma_max = sigma[-1]
+    if min(diagonal_values) > NO_AUTHORITY * largest:
+        scale = sqrt_weights / np.sqrt(diagonal)
+    else:
+        active = diagonal > NO_AUTHORITY * largest
+        scale = np.zeros(size)
+        scale[active] = sqrt_weights[active] / np.sqrt(diagonal[active])
+    # Φₛ = D Φ D = U diag(σ) Uᵀ with D = diag(scale).
+    solver = eigenpy.SelfAdjointEigenSolver((phi * scale).T * scale)
+    sigma = solver.eigenvalues()  # ascending
+    sigma_values = sigma.tolist()
+    if sigma_values[0] < 0.0:  # rounding: Φₛ is positive semi-definite
+        sigma = np.maximum(sigma, 0.0)
+        sigma_values = sigma.tolist()
+    sigma_max = sigma_values[-1]
     epsilon = threshold * sigma_max
-    exact = sigma >= epsilon
-    inverse = np.where(exact, 1.0 / np.where(exact, sigma, 1.0), sigma / epsilon**2)
-    inertia_scaled = (vectors * inverse) @ vectors.T
-    inertia = scale[:, np.newaxis] * inertia_scaled * scale[np.newaxis, :]
-    non_null = sigma > STRUCTURALLY_NULL * sigma_max
-    condition = float(sigma_max / sigma[non_null].min())
-    damped = int(np.count_nonzero(non_null & ~exact))
-    return TaskInertia(inertia, condition, int(np.count_nonzero(exact)), damped)
+    null_count = bisect_right(sigma_values, STRUCTURALLY_NULL * sigma_max)
+    below_epsilon = bisect_left(sigma_values, epsilon)
+    # σ⁻¹ → min(1/σ, σ/ε²): σ/ε² below ε, 1/σ from ε on.
+    if below_epsilon == 0:
+        inverse = 1.0 / sigma
+    else:
+        inverse = sigma * (1.0 / epsilon**2)
+        inverse[below_epsilon:] = 1.0 / sigma[below_epsilon:]
+    # Λ = D U diag(σ⁻¹) Uᵀ D = Wᵀ diag(σ⁻¹) W with W = (D U)ᵀ.
+    scaled_vectors_t = solver.eigenvectors().T * scale  # (m, m) W
+    inertia = (scaled_vectors_t.T * inverse).dot(scaled_vectors_t)
+    condition = sigma_max / sigma_values[null_count]
+    damped = max(below_epsilon - null_count, 0)
+    return TaskInertia(inertia, condition, size - below_epsilon, damped)

@@ -71,20 +71,15 @@ def orientation_terms(
 ) -> TaskTerms:
     """Terms of the orientation task; see the module docstring."""
     rotation = state.frame_placement(frame_id).rotation
-    error = pin.log3(reference.rotation @ rotation.T)
-    angular_velocity = state.frame_velocity(frame_id)[3:]
+    error = pin.log3(reference.rotation.dot(rotation.T))
+    jacobian = state.frame_jacobian(frame_id)[3:]  # (3, nv)
+    angular_velocity = jacobian.dot(state.v)
     desired = (
         reference.angular_acceleration
         + gains.kd * (reference.angular_velocity - angular_velocity)
         + gains.kp * error
     )
-    return TaskTerms(
-        state.frame_jacobian(frame_id)[3:],
-        state.frame_drift(frame_id)[3:],
-        error,
-        angular_velocity,
-        desired,
-    )
+    return TaskTerms(jacobian, state.frame_drift(frame_id)[3:], error, angular_velocity, desired)
 
 
 class FrameOrientationTask(Task):

@@ -1,20 +1,34 @@
 """Frame pose task: position (point target) and orientation stacked, 6 rows.
 
 Rows 0–2 are the frame position task with a point target, rows 3–5 the orientation task,
-matching Pinocchio's (linear, angular) ordering of LOCAL_WORLD_ALIGNED Jacobians. Gains take
-6 values (x, y, z, rx, ry, rz) or a scalar.
+matching Pinocchio's (linear, angular) ordering of LOCAL_WORLD_ALIGNED Jacobians::
+
+    J = J_frame,   J̇v = (p̈, ω̇) at q̈ = 0,   e = (p_ref − p, log₃(R_ref Rᵀ))
+    ẍ* = ẍ_ref + K_d (ẋ_ref − J v) + K_p e
+
+Gains take 6 values (x, y, z, rx, ry, rz) or a scalar.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+import pinocchio as pin
 
 from wbc_control.robot_model import RobotModel
 from wbc_control.robot_state import RobotState
-from wbc_control.tasks.frame_orientation import AngularReference, orientation_terms
-from wbc_control.tasks.frame_position import LinearReference, position_terms
+from wbc_control.tasks.frame_orientation import AngularReference
+from wbc_control.tasks.frame_position import LinearReference
 from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
 
-_IDENTITY = np.eye(3)
+
+class PoseReference(NamedTuple):
+    """A validated pose reference; twist and acceleration stacked (linear, angular)."""
+
+    linear: LinearReference
+    angular: AngularReference
+    twist: np.ndarray  # (6,) ẋ_ref
+    acceleration: np.ndarray  # (6,) ẍ_ref
 
 
 class FramePoseTask(Task):
@@ -52,16 +66,18 @@ class FramePoseTask(Task):
         )
         linear = LinearReference.create(pose[:3], twist[:3], acceleration[:3])
         angular = AngularReference.create(pose[3:], twist[3:], acceleration[3:])
-        self.references = (linear, angular)
+        self.references = PoseReference(linear, angular, twist, acceleration)
 
     def compute(self, state: RobotState) -> TaskTerms:
-        """Stacked position and orientation terms."""
-        linear, angular = self.references
-        gains = self.gains
-        position = position_terms(
-            state, self.frame_id, _IDENTITY, linear, PDGains(gains.kp[:3], gains.kd[:3])
+        """Stacked position and orientation terms; see the module docstring."""
+        reference, gains = self.references, self.gains
+        oMf = state.frame_placement(self.frame_id)
+        error = np.empty(6)
+        error[:3] = reference.linear.position - oMf.translation
+        error[3:] = pin.log3(reference.angular.rotation.dot(oMf.rotation.T))
+        jacobian = state.frame_jacobian(self.frame_id)  # (6, nv)
+        velocity = jacobian.dot(state.v)
+        desired = (
+            reference.acceleration + gains.kd * (reference.twist - velocity) + gains.kp * error
         )
-        orientation = orientation_terms(
-            state, self.frame_id, angular, PDGains(gains.kp[3:], gains.kd[3:])
-        )
-        return TaskTerms(*(np.concatenate(pair) for pair in zip(position, orientation)))
+        return TaskTerms(jacobian, state.frame_drift(self.frame_id), error, velocity, desired)

@@ -75,6 +75,19 @@ def constrained_directions(target_set: TargetSet, axis: npt.ArrayLike | None) ->
     return rows[1:]
 
 
+def point_terms(
+    state: RobotState, frame_id: int, reference: LinearReference, gains: PDGains
+) -> TaskTerms:
+    """Terms of the point target (P = I, every direction constrained)."""
+    error = reference.position - state.frame_placement(frame_id).translation
+    jacobian = state.frame_jacobian(frame_id)[:3]  # (3, nv)
+    velocity = jacobian.dot(state.v)
+    desired = (
+        reference.acceleration + gains.kd * (reference.velocity - velocity) + gains.kp * error
+    )
+    return TaskTerms(jacobian, state.frame_drift(frame_id)[:3], error, velocity, desired)
+
+
 def position_terms(
     state: RobotState,
     frame_id: int,
@@ -144,5 +157,7 @@ class FramePositionTask(Task):
         self.reference = LinearReference.create(position, velocity, acceleration)
 
     def compute(self, state: RobotState) -> TaskTerms:
-        """Task terms; see the module docstring."""
+        """Task terms; see the module docstring (a point target skips the identity P)."""
+        if self.target_set is TargetSet.POINT:
+            return point_terms(state, self.frame_id, self.reference, self.gains)
         return position_terms(state, self.frame_id, self.selection, self.reference, self.gains)

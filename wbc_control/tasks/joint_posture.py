@@ -14,7 +14,7 @@ import pinocchio as pin
 
 from wbc_control.robot_model import RobotModel
 from wbc_control.robot_state import RobotState
-from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
+from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector, as_slice
 
 
 class JointPostureTask(Task):
@@ -30,9 +30,9 @@ class JointPostureTask(Task):
         size = robot.n_actuated
         super().__init__(size, PDGains.create(kp, kd, size))
         self.robot = robot
-        self._v_index = robot.indices.v
+        self._v_index = as_slice(robot.indices.v)
         self._jacobian = np.zeros((size, robot.nv))
-        self._jacobian[np.arange(size), self._v_index] = 1.0
+        self._jacobian[np.arange(size), robot.indices.v] = 1.0
         self._jacobian.flags.writeable = False
         self._drift = np.zeros(size)
         self._q_reference = robot.neutral_configuration()
@@ -63,10 +63,8 @@ class JointPostureTask(Task):
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring."""
         q_reference, _, velocity_reference, acceleration_reference = self._reference
-        if self.robot.floating_base:
-            # The base is not part of the posture: compare joints only.
-            q_reference = q_reference.copy()
-            q_reference[:7] = state.q[:7]
+        # `difference` works joint by joint: the joints' entries do not depend on the base
+        # coordinates, which the posture ignores (the reference holds an identity base pose).
         error = pin.difference(self.robot.model, state.q, q_reference)[self._v_index]
         velocity = state.v[self._v_index]
         gains = self.gains
