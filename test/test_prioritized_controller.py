@@ -227,3 +227,17 @@ def test_invalid_controller_configuration():
         PrioritizedController(panda, [TaskEntry('a', task)], singular_value_threshold=0.0)
     with pytest.raises(ModelError, match='contact'):
         PrioritizedController(robot('talos'), [])
+
+
+def test_a_nearly_blocked_posture_row_is_damped_not_amplified():
+    """Regression: Jacobi scaling by the projected Φᵢᵢ asked ~500 N m here (task_inertia)."""
+    panda = robot('panda')
+    state = RobotState(panda)
+    q = [0.0274, -0.8025, 0.0197, -2.377, 0.0008, 1.5492, 0.7963, 0.04, 0.0155]
+    state.update(np.array(q), np.zeros(panda.nv))
+    ready = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
+    hand = TaskEntry('hand', hand_pose(panda, kp=100.0), 0)
+    below = TaskEntry('posture', JointPostureTask(panda, ready, kp=25.0), 1)
+    alone = controller(panda, hand).compute(state).torque
+    with_posture = controller(panda, hand, below).compute(state).torque
+    assert np.abs(with_posture - alone).max() < 1.0

@@ -251,7 +251,10 @@ class PrioritizedController:
             projected = jacobian if null_space is None else jacobian.dot(null_space)  # (m, nv) Jp
             inverse_inertia_jt = inverse_inertia(projected.T)  # (nv, m) M⁻¹Jpᵀ or M†Jpᵀ
             inertia = regularized_task_inertia(
-                projected.dot(inverse_inertia_jt), sqrt_weights, self.singular_value_threshold
+                projected.dot(inverse_inertia_jt),
+                sqrt_weights,
+                self.singular_value_threshold,
+                None if null_space is None else _mobility(jacobian, inverse_inertia),
             )
             consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
             acceleration += consistent_inverse.dot(target - jacobian.dot(acceleration))
@@ -384,3 +387,8 @@ def validate_threshold(threshold: float) -> float:
     if not (0.0 < threshold < 1.0):
         raise InvalidValue(f'singular_value_threshold must be in (0, 1), got {threshold}')
     return threshold
+
+
+def _mobility(jacobian: np.ndarray, inverse_inertia) -> np.ndarray:
+    """μ = diag(J M⁻¹ Jᵀ) of the unprojected task rows (the Jacobi scale of task_inertia)."""
+    return np.einsum('ij,ji->i', jacobian, inverse_inertia(jacobian.T))

@@ -6,10 +6,15 @@ use the directions the task needs. Inverting it exactly there gives unbounded to
 
 The rule, in three steps:
 
-1. Scale (Jacobi): rows are normalised by √Φᵢᵢ, so that linear (1/kg) and angular (1/(kg m²))
-   rows are comparable and the threshold below is dimensionless; then each row is multiplied by
-   √wᵢ, the weight of its task within the level. Rows with Φᵢᵢ ≤ 1e-12 max Φ are directions the
-   task has no authority over at all; they are dropped (their Λ rows are zero).
+1. Scale (Jacobi): row i is normalised by √μᵢ, μᵢ = (J M⁻¹ Jᵀ)ᵢᵢ the mobility of the task row
+   *before* projection into the higher levels' null space, so that linear (1/kg) and angular
+   (1/(kg m²)) rows are comparable and the threshold below is dimensionless; then each row is
+   multiplied by √wᵢ, the weight of its task within the level. Normalising by the unprojected
+   mobility is what makes a row that the higher levels almost block show up as a small
+   eigenvalue, to be damped; normalising by the projected Φᵢᵢ would blow such a row up instead
+   (thousands of N m on a Panda posture below its hand). Rows with μᵢ ≤ 1e-12 max μ, or whose
+   projected Φᵢᵢ ≤ 1e-12 μᵢ, are directions the task has no authority over at all; they are
+   dropped (their Λ rows are zero).
 2. Eigen-decompose the scaled, symmetric Φₛ = U diag(σ) Uᵀ.
 3. Invert each eigenvalue with variable damping (Nakamura & Hanafusa 1986; Chiaverini 1997):
    with ε = `threshold` · σ_max and damping λ² = ε² − σ² for σ < ε (else 0),
@@ -47,7 +52,10 @@ class TaskInertia(NamedTuple):
 
 
 def regularized_task_inertia(
-    phi: np.ndarray, sqrt_weights: np.ndarray, threshold: float
+    phi: np.ndarray,
+    sqrt_weights: np.ndarray,
+    threshold: float,
+    mobility: np.ndarray | None = None,
 ) -> TaskInertia:
     """Λ from Φ = Jp M⁻¹ Jpᵀ by the scaled, variably damped inverse of the module docstring.
 
@@ -61,19 +69,24 @@ def regularized_task_inertia(
         phi: Φ, symmetric positive semi-definite, `(m, m)`.
         sqrt_weights: √w per row, positive, `(m,)`.
         threshold: ε relative to the largest scaled eigenvalue, in (0, 1).
+        mobility: μ, the diagonal of the unprojected J M⁻¹ Jᵀ, `(m,)`; None when Φ itself is
+            unprojected (the first level), then μ = diag(Φ).
     """
     size = phi.shape[0]
     diagonal = phi.diagonal()
-    diagonal_values = diagonal.tolist()
-    largest = max(diagonal_values, default=0.0)
+    mobility = diagonal if mobility is None else mobility
+    mobility_values = mobility.tolist()
+    largest = max(mobility_values, default=0.0)
     if not largest > 0.0:
         return TaskInertia(np.zeros((size, size)), np.inf, 0, 0)
-    if min(diagonal_values) > NO_AUTHORITY * largest:
-        scale = sqrt_weights / np.sqrt(diagonal)
+    active = (mobility > NO_AUTHORITY * largest) & (diagonal > NO_AUTHORITY * mobility)
+    if active.all():
+        scale = sqrt_weights / np.sqrt(mobility)
     else:
-        active = diagonal > NO_AUTHORITY * largest
         scale = np.zeros(size)
-        scale[active] = sqrt_weights[active] / np.sqrt(diagonal[active])
+        scale[active] = sqrt_weights[active] / np.sqrt(mobility[active])
+        if not active.any():
+            return TaskInertia(np.zeros((size, size)), np.inf, 0, 0)
     # Φₛ = D Φ D = U diag(σ) Uᵀ with D = diag(scale).
     solver = eigenpy.SelfAdjointEigenSolver((phi * scale).T * scale)
     sigma = solver.eigenvalues()  # ascending
