@@ -11,6 +11,8 @@ PACKAGE_NAME = 'wbc_control'
 CONSOLE_SCRIPTS = [
     'wbc_controller = wbc_control.nodes.controller_node:main',
     'wbc_sim = wbc_control.nodes.sim_node:main',
+    'wbc_diagnostics = wbc_control.nodes.diagnostics_node:main',
+    'wbc_demo = wbc_control.nodes.demo:main',
 ]
 
 # The ROS 2 client libraries of one distribution, as PyPI wheels. The ros-<distro>-* names are

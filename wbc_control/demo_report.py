@@ -1,0 +1,92 @@
+"""The demo's record, its summary figures and its plot (matplotlib, no ROS)."""
+
+from dataclasses import dataclass, field
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class DemoRecord:
+    """Time series collected during one demo run (sim time in s)."""
+
+    effort_limits: np.ndarray
+    joint_names: tuple[str, ...]
+    time: list[float] = field(default_factory=list)
+    tracking_error: list[float] = field(default_factory=list)  # m
+    torque_time: list[float] = field(default_factory=list)
+    torques: list[np.ndarray] = field(default_factory=list)  # N m, model order
+    kappa_time: list[float] = field(default_factory=list)
+    kappa: list[float] = field(default_factory=list)
+    estimate_time: list[float] = field(default_factory=list)
+    estimate: list[float] = field(default_factory=list)
+
+
+def summarize(record: DemoRecord, settle_s: float) -> dict:
+    """Tracking error figures (after `settle_s`), saturation and conditioning ranges."""
+    time = np.asarray(record.time)
+    error = np.asarray(record.tracking_error)
+    settled = error[time >= settle_s] if time.size else error
+    torques = np.asarray(record.torques).reshape(-1, len(record.joint_names))
+    usage = np.abs(torques) / record.effort_limits if torques.size else np.zeros((0, 1))
+    summary = {
+        'samples': int(time.size),
+        'sim_time_s': float(time[-1]) if time.size else 0.0,
+        'tracking_error_rms_mm': _mm(np.sqrt(np.mean(settled**2))) if settled.size else None,
+        'tracking_error_max_mm': _mm(settled.max()) if settled.size else None,
+        'tracking_error_final_mm': _mm(error[-1]) if error.size else None,
+        'peak_torque_fraction_of_limit': float(usage.max()) if usage.size else None,
+        'saturated_fraction': float(np.mean(usage >= 1.0 - 1e-9)) if usage.size else None,
+        'condition_number_min': float(min(record.kappa)) if record.kappa else None,
+        'condition_number_max': float(max(record.kappa)) if record.kappa else None,
+    }
+    if record.kappa and record.estimate:
+        estimate = np.interp(record.kappa_time, record.estimate_time, record.estimate)
+        relative = np.abs(estimate - record.kappa) / np.asarray(record.kappa)
+        summary['estimate_relative_error_max'] = float(relative.max())
+    return summary
+
+
+def _mm(value: float) -> float:
+    return round(float(value) * 1e3, 3)
+
+
+def write_report(record: DemoRecord, summary: dict, description: str, directory: Path) -> Path:
+    """Write summary.txt, summary.json and demo.png into `directory`; returns the PNG path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
+    lines = [description, ''] + [f'{key:32s} {value}' for key, value in summary.items()]
+    (directory / 'summary.txt').write_text('\n'.join(lines) + '\n')
+    return _plot(record, description, directory / 'demo.png')
+
+
+def _plot(record: DemoRecord, description: str, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use('Agg')
+    from matplotlib import pyplot as plt
+
+    figure, (error_axes, torque_axes, kappa_axes) = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
+    figure.suptitle(description, fontsize=10)
+    error_axes.plot(record.time, np.asarray(record.tracking_error) * 1e3)
+    error_axes.set_ylabel('tracking error (mm)')
+    error_axes.set_yscale('log')
+    torques = np.asarray(record.torques).reshape(-1, len(record.joint_names))
+    for column, name in enumerate(record.joint_names):
+        torque_axes.plot(
+            record.torque_time, torques[:, column] / record.effort_limits[column], label=name
+        )
+    torque_axes.axhline(1.0, color='k', linestyle='--', linewidth=0.8)
+    torque_axes.axhline(-1.0, color='k', linestyle='--', linewidth=0.8)
+    torque_axes.set_ylabel('torque / effort limit')
+    torque_axes.legend(fontsize=6, ncol=3, loc='upper right')
+    kappa_axes.plot(record.kappa_time, record.kappa, label='κ₂(M) exact')
+    kappa_axes.plot(record.estimate_time, record.estimate, '--', label='δs scaled diagonal ratio')
+    kappa_axes.set_ylabel('condition number of M')
+    kappa_axes.set_xlabel('sim time (s)')
+    kappa_axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

@@ -1,0 +1,234 @@
+"""`wbc_demo`: the whole loop in one command (wbc_sim + wbc_controller + wbc_diagnostics).
+
+Starts the three nodes as processes talking over real DDS, moves the tracked task's target,
+prints a progress line, and at the end writes demo.png (tracking error, torques against their
+limits, κ₂(M) and its scaled-diagonal-ratio estimate) and summary.txt / summary.json.
+"""
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+import os
+from pathlib import Path
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from geometry_msgs.msg import PointStamped
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64, Float64MultiArray
+import yaml
+
+from wbc_control.demo_report import DemoRecord, summarize, write_report
+from wbc_control.demo_scenarios import SCENARIOS, Scenario
+from wbc_control.example_robots import example_robot_urdf
+from wbc_control.exceptions import WbcError
+from wbc_control.robot_model import JointStateMapping, RobotModel
+from wbc_control.robot_state import RobotState
+
+STALL_TIMEOUT_S = 20.0
+TARGET_PERIOD_S = 0.01
+
+
+@dataclass
+class ManagedProcess:
+    """A node process and the file its output goes to."""
+
+    name: str
+    process: subprocess.Popen
+    log: Path
+
+    def stop(self) -> None:
+        """SIGINT, then SIGKILL if it does not exit within 10 s."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(10.0)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def tail(self, lines: int = 15) -> str:
+        """The last lines of its output."""
+        return '\n'.join(self.log.read_text(errors='replace').splitlines()[-lines:])
+
+
+def executable(name: str) -> str:
+    """An installed console script, next to this interpreter first."""
+    candidate = Path(sys.executable).parent / name
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(name)
+    if found is None:
+        raise WbcError(f'{name} is not installed (pip install -e . or colcon build)')
+    return found
+
+
+def start_node(script: str, parameters: dict, directory: Path) -> ManagedProcess:
+    """Write `<script>.yaml` and start the node with it."""
+    params_file = directory / f'{script}.yaml'
+    params_file.write_text(yaml.safe_dump({script: {'ros__parameters': parameters}}))
+    log = directory / f'{script}.log'
+    process = subprocess.Popen(
+        [executable(script), '--ros-args', '--params-file', str(params_file)],
+        stdout=log.open('w'),
+        stderr=subprocess.STDOUT,
+    )
+    return ManagedProcess(script, process, log)
+
+
+class DemoMonitor(Node):
+    """Moves the target and records the loop; the nodes under test do all the control."""
+
+    def __init__(self, scenario: Scenario, robot: RobotModel) -> None:
+        super().__init__('wbc_demo', parameter_overrides=[Parameter('use_sim_time', value=True)])
+        self.scenario = scenario
+        self.robot = robot
+        self.state = RobotState(robot)
+        self._mapping = JointStateMapping(robot)
+        self.frame_id = robot.frame_id(scenario.tracked_frame)
+        self.record = DemoRecord(robot.effort_limits, robot.joint_names)
+        self.sim_time = 0.0
+        self.last_state_wall = time.monotonic()
+        self._next_target = 0.0
+        self._target = self.create_publisher(
+            PointStamped, f'/wbc_controller/{scenario.tracked_task}/target', 10
+        )
+        self.create_subscription(JointState, 'joint_states', self._on_joint_state, 10)
+        self.create_subscription(
+            Float64MultiArray, 'effort_controller/commands', self._on_command, 10
+        )
+        self.create_subscription(Float64, '/wbc_diagnostics/condition_number', self._on_kappa, 10)
+        self.create_subscription(
+            Float64, '/wbc_diagnostics/scaled_diagonal_ratio', self._on_estimate, 10
+        )
+
+    def _on_joint_state(self, message: JointState) -> None:
+        index = self._mapping.message_indices(message.name)
+        positions = np.asarray(message.position)[index]
+        self.sim_time = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+        self.last_state_wall = time.monotonic()
+        self.state.update(self.robot.configuration(positions), np.zeros(self.robot.nv))
+        hand = self.state.frame_placement(self.frame_id).translation
+        error = np.linalg.norm(self.scenario.target(self.sim_time) - hand)
+        self.record.time.append(self.sim_time)
+        self.record.tracking_error.append(float(error))
+        if self.sim_time >= self._next_target:
+            self._publish_target()
+
+    def _publish_target(self) -> None:
+        message = PointStamped()
+        message.header.stamp = self.get_clock().now().to_msg()
+        message.point.x, message.point.y, message.point.z = (
+            float(v) for v in self.scenario.target(self.sim_time + TARGET_PERIOD_S)
+        )
+        self._target.publish(message)
+        self._next_target = self.sim_time + TARGET_PERIOD_S
+
+    def _on_command(self, message: Float64MultiArray) -> None:
+        if len(message.data) == self.robot.n_actuated:
+            self.record.torque_time.append(self.sim_time)
+            self.record.torques.append(np.asarray(message.data))
+
+    def _on_kappa(self, message: Float64) -> None:
+        self.record.kappa_time.append(self.sim_time)
+        self.record.kappa.append(message.data)
+
+    def _on_estimate(self, message: Float64) -> None:
+        self.record.estimate_time.append(self.sim_time)
+        self.record.estimate.append(message.data)
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(prog='wbc_demo', description=__doc__.splitlines()[0])
+    parser.add_argument('--robot', choices=sorted(SCENARIOS), default='panda')
+    parser.add_argument('--duration', type=float, default=10.0, help='sim seconds (default 10)')
+    parser.add_argument('--headless', action='store_true', help='never open the MuJoCo viewer')
+    parser.add_argument(
+        '--output', type=Path, default=Path('wbc_demo_output'), help='directory for the report'
+    )
+    return parser.parse_args(argv)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    """Run one scenario; returns the exit code."""
+    scenario = SCENARIOS[arguments.robot]()
+    urdf_path, floating_base = example_robot_urdf(scenario.robot)
+    robot = RobotModel.from_urdf_path(urdf_path, floating_base)
+    model_parameters = {'urdf_path': str(urdf_path), 'floating_base': floating_base}
+    output = arguments.output
+    output.mkdir(parents=True, exist_ok=True)
+    viewer = not arguments.headless and bool(os.environ.get('DISPLAY'))
+    print(f'wbc_demo: {scenario.description}; output in {output}/', flush=True)
+    processes = [
+        start_node('wbc_sim', {**model_parameters, **scenario.sim, 'viewer': viewer}, output),
+        start_node(
+            'wbc_controller',
+            {**model_parameters, **scenario.controller, 'use_sim_time': True},
+            output,
+        ),
+        start_node(
+            'wbc_diagnostics',
+            {**model_parameters, **scenario.diagnostics, 'use_sim_time': True},
+            output,
+        ),
+    ]
+    rclpy.init()
+    monitor = DemoMonitor(scenario, robot)
+    try:
+        completed = _spin(monitor, processes, arguments.duration)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        completed = False
+    finally:
+        for process in processes:
+            process.stop()
+        monitor.destroy_node()
+        rclpy.try_shutdown()
+    print()
+    summary = summarize(monitor.record, settle_s=2.0)
+    png = write_report(monitor.record, summary, scenario.description, output)
+    print((output / 'summary.txt').read_text(), end='')
+    print(f'wbc_demo: wrote {png} and {output / "summary.txt"}')
+    return 0 if completed else 1
+
+
+def _spin(monitor: DemoMonitor, processes: list[ManagedProcess], duration: float) -> bool:
+    """Spin until `duration` sim seconds; False if a node died or the loop stalled."""
+    last_print = -1.0
+    while monitor.sim_time < duration:
+        rclpy.spin_once(monitor, timeout_sec=0.05)
+        dead = [p for p in processes if p.process.poll() is not None]
+        stalled = time.monotonic() - monitor.last_state_wall > STALL_TIMEOUT_S
+        if dead or stalled:
+            culprit = dead[0] if dead else processes[0]
+            reason = f'{culprit.name} exited' if dead else 'no joint_states for 20 s'
+            print(f'\nwbc_demo: {reason}; last output of {culprit.name}:\n{culprit.tail()}')
+            return False
+        if monitor.sim_time - last_print >= 0.5:
+            last_print = monitor.sim_time
+            error = monitor.record.tracking_error[-1] if monitor.record.tracking_error else 0.0
+            kappa = monitor.record.kappa[-1] if monitor.record.kappa else float('nan')
+            print(
+                f'\r  t = {monitor.sim_time:5.2f} / {duration:.1f} s   '
+                f'tracking error {error * 1e3:7.2f} mm   κ(M) {kappa:9.1f}',
+                end='',
+                flush=True,
+            )
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point."""
+    try:
+        sys.exit(run(parse_arguments(argv)))
+    except WbcError as error:
+        print(f'wbc_demo: {error}', file=sys.stderr)
+        sys.exit(1)
