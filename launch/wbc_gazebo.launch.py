@@ -32,7 +32,7 @@ def generate_launch_description() -> LaunchDescription:
         ),
         DeclareLaunchArgument(
             'controller_params',
-            default_value=PathJoinSubstitution([config, 'panda_gazebo_controller.yaml']),
+            default_value=PathJoinSubstitution([config, 'panda_controller.yaml']),
         ),
         DeclareLaunchArgument(
             'ros2_control_params',

@@ -23,7 +23,6 @@ PACKAGE = 'wbc_control'
 #: robot -> (URDF below example-robot-data's robots/, floating base)
 ROBOTS = {
     'panda': ('panda_description/urdf/panda.urdf', 'false'),
-    'talos': ('talos_data/robots/talos_reduced.urdf', 'true'),
 }
 
 

@@ -56,7 +56,12 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
     Returns the process exit code: 0 after a normal shutdown, 1 when the node could not start
     (the reason is logged, without a traceback).
     """
-    rclpy.init(args=args)
+    try:
+        rclpy.init(args=args)
+    except (rclpy_implementation.RCLError, ValueError) as error:
+        # Malformed --ros-args or parameter files are reported by rcl itself.
+        print(f'{name}: cannot start: {error}', file=sys.stderr)
+        return 1
     node = None
     try:
         node = factory()
@@ -69,8 +74,8 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except rclpy_implementation.RCLError:
-        # SIGTERM can invalidate the context while a callback still runs; only an error
-        # raised while rclpy is still up is a real failure.
+        # A signal can invalidate the context while the node is still being built or a
+        # callback still runs; only an error raised while rclpy is still up is a failure.
         if rclpy.ok():
             raise
     finally:
