@@ -23,6 +23,11 @@ decode (anything but .stl, .obj, .msh, e.g. COLLADA .dae) or cannot find are dro
 geometry is stripped unless `keep_visual=True`; collision geometry is what touches the ground.
 Robot geometry collides with the ground plane only, unless `self_collision=True`.
 
+Flat feet. MuJoCo touches a plane with a convex mesh at no more than 3 points, all near its
+lowest vertex, so a mesh sole (e.g. Talos's ankle mesh) stands on a small patch at the heel,
+not on its whole sole. For the links listed in `box_collision_links` every collision mesh is
+replaced by its bounding box in the link frame, which touches a plane at its 4 corners.
+
 Floating base. A free joint is added to the root link. MuJoCo's free-joint velocity is
 (linear velocity of the body origin in the *world* frame, angular velocity in the *body* frame),
 while Pinocchio's free-flyer velocity has both parts in the body frame:
@@ -80,6 +85,7 @@ class MujocoOptions:
         self_collision: let robot geometry collide with itself (otherwise with the ground only).
         keep_visual: keep loadable visual meshes (for the viewer); they never collide.
         urdf_joint_dynamics: keep URDF joint damping and friction (off: dynamics match Pinocchio).
+        box_collision_links: links whose collision meshes become their bounding box (flat feet).
     """
 
     floating_base: bool = False
@@ -89,6 +95,7 @@ class MujocoOptions:
     self_collision: bool = False
     keep_visual: bool = False
     urdf_joint_dynamics: bool = False
+    box_collision_links: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         gravity = np.asarray(self.gravity_m_s2, dtype=float)
@@ -140,11 +147,55 @@ def build_mujoco_robot(
     except ValueError as error:
         raise ModelError(f'MuJoCo cannot read the URDF: {error}') from error
     _configure_spec(spec, root_link, options)
+    model = _compile(spec)
+    if options.box_collision_links:
+        _replace_meshes_by_boxes(spec, model, options.box_collision_links)
+        model = _compile(spec)
+    return MujocoRobot(model, root_link, options.floating_base, tuple(dropped))
+
+
+def _compile(spec: mujoco.MjSpec) -> mujoco.MjModel:
     try:
-        model = spec.compile()
+        return spec.compile()
     except ValueError as error:
         raise ModelError(f'MuJoCo cannot compile the URDF: {error}') from error
-    return MujocoRobot(model, root_link, options.floating_base, tuple(dropped))
+
+
+def _replace_meshes_by_boxes(
+    spec: mujoco.MjSpec, model: mujoco.MjModel, links: Sequence[str]
+) -> None:
+    """Turn the collision meshes of `links` into their bounding boxes in the link frame."""
+    boxes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {link: [] for link in links}
+    for geom in range(model.ngeom):
+        body = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, model.geom_bodyid[geom])
+        if body in boxes and model.geom_type[geom] == mujoco.mjtGeom.mjGEOM_MESH:
+            boxes[body].append(_mesh_bounds(model, geom))
+    empty = [link for link, bounds in boxes.items() if not bounds]
+    if empty:
+        raise ModelError(
+            f'box_collision_links: {", ".join(empty)} has no collision mesh (after fusing '
+            'fixed joints into their parent link)'
+        )
+    for geom in spec.geoms:
+        bounds = boxes.get(geom.parent.name)
+        if bounds and geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+            lower, upper = bounds.pop(0)
+            geom.type = mujoco.mjtGeom.mjGEOM_BOX
+            geom.meshname = ''
+            geom.size = (upper - lower) / 2.0
+            geom.pos = (upper + lower) / 2.0
+            geom.quat = [1.0, 0.0, 0.0, 0.0]
+
+
+def _mesh_bounds(model: mujoco.MjModel, geom: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper corner of a mesh geom's vertices in its body frame."""
+    mesh = model.geom_dataid[geom]
+    start, count = model.mesh_vertadr[mesh], model.mesh_vertnum[mesh]
+    rotation = np.zeros(9)
+    mujoco.mju_quat2Mat(rotation, model.geom_quat[geom])
+    vertices = model.mesh_vert[start : start + count] @ rotation.reshape(3, 3).T
+    vertices += model.geom_pos[geom]
+    return vertices.min(axis=0), vertices.max(axis=0)
 
 
 def prepare_urdf(

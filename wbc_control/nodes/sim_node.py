@@ -462,6 +462,10 @@ def _mujoco_options(
     dynamics = declare.value(
         'urdf_joint_dynamics', False, 'keep URDF joint damping/friction (off: match Pinocchio)'
     )
+    boxes = declare.strings(
+        'box_collision_links',
+        'links whose collision meshes become their bounding box (flat feet on the ground)',
+    )
     if gravity.shape != (3,):
         raise StartupError(f'gravity needs 3 values, got {gravity.tolist()}')
     try:
@@ -473,6 +477,7 @@ def _mujoco_options(
             self_collision=self_collision,
             keep_visual=viewer,
             urdf_joint_dynamics=dynamics,
+            box_collision_links=tuple(boxes),
         )
     except WbcError as error:
         raise StartupError(str(error)) from error
