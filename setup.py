@@ -13,6 +13,7 @@ CONSOLE_SCRIPTS = [
     'wbc_sim = wbc_control.nodes.sim_node:main',
     'wbc_diagnostics = wbc_control.nodes.diagnostics_node:main',
     'wbc_demo = wbc_control.nodes.demo:main',
+    'wbc_bench = wbc_control.benchmark:main',
 ]
 
 # The ROS 2 client libraries of one distribution, as PyPI wheels. The ros-<distro>-* names are

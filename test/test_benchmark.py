@@ -1,0 +1,202 @@
+"""wbc_bench on tiny sizes: the JSON it writes and the sanity of its figures (never timings)."""
+
+import json
+import math
+
+import pytest
+import yaml
+
+from wbc_control import benchmark
+from wbc_control.benchmark import (
+    TARGETS,
+    Scenario,
+    conditioning_section,
+    config_scenario,
+    evaluate_targets,
+    format_report,
+    match_commands,
+    measure_ticks,
+    panda_scenario,
+    talos_scenario,
+)
+
+TICKS = 200
+TICK_KEYS = {
+    'robot',
+    'source',
+    'nv',
+    'tasks',
+    'contacts',
+    'ticks',
+    'tick_us',
+    'floor_us',
+    'ratio',
+    'tick_cpu_us',
+    'floor_cpu_us',
+    'ratio_cpu',
+}
+SUMMARY_KEYS = {'median', 'p99', 'max'}
+
+
+def check_summary(summary: dict) -> None:
+    assert set(summary) == SUMMARY_KEYS
+    assert 0.0 < summary['median'] <= summary['p99'] <= summary['max']
+
+
+def check_tick_figures(figures: dict, ticks: int = TICKS) -> None:
+    assert set(figures) == TICK_KEYS
+    assert figures['ticks'] == ticks
+    for key in ('tick_us', 'floor_us', 'tick_cpu_us', 'floor_cpu_us'):
+        check_summary(figures[key])
+    assert figures['ratio'] == pytest.approx(
+        figures['tick_us']['median'] / figures['floor_us']['median']
+    )
+    assert figures['ratio_cpu'] == pytest.approx(
+        figures['tick_cpu_us']['median'] / figures['floor_cpu_us']['median']
+    )
+
+
+@pytest.mark.parametrize('build', [panda_scenario, talos_scenario])
+def test_tick_figures_of_the_built_in_scenarios(build):
+    scenario = build()
+    figures = measure_ticks(scenario, TICKS)
+    check_tick_figures(figures)
+    assert figures['nv'] == scenario.robot.nv
+    assert [task['name'] for task in figures['tasks']] == [
+        entry.name for entry in scenario.controller.entries
+    ]
+    if scenario.name == 'talos':
+        assert figures['contacts'] == ['left_sole_link', 'right_sole_link']
+        assert scenario.uses_com
+
+
+def test_a_params_file_builds_the_scenario(tmp_path):
+    params = {
+        'wbc_controller': {
+            'ros__parameters': {
+                'task_names': ['hand', 'posture'],
+                'tasks': {
+                    'hand': {'type': 'frame_position', 'frame': 'panda_hand', 'kp': 50.0},
+                    'posture': {'type': 'joint_posture', 'priority': 1, 'kp': 10.0},
+                },
+                'singular_value_threshold': 0.01,
+            }
+        }
+    }
+    path = tmp_path / 'my_panda.yaml'
+    path.write_text(yaml.safe_dump(params))
+    scenario = config_scenario(path, 'panda')
+    assert isinstance(scenario, Scenario)
+    assert scenario.name == 'my_panda' and scenario.source == str(path)
+    assert [entry.priority for entry in scenario.controller.entries] == [0, 1]
+    assert scenario.controller.singular_value_threshold == 0.01
+    check_tick_figures(measure_ticks(scenario, TICKS))
+
+
+def test_conditioning_section_and_plot(tmp_path):
+    plot = tmp_path / 'conditioning.png'
+    section = conditioning_section(
+        chain_sizes=(4, 38),
+        robot_names=('panda',),
+        repeats=20,
+        swing_chains=(4,),
+        swing_duration_s=0.1,
+        plot_path=plot,
+    )
+    assert plot.stat().st_size > 0 and section['plot'] == str(plot)
+    assert [row['model'] for row in section['cost']] == [
+        'serial_chain_4',
+        'serial_chain_38',
+        'panda',
+    ]
+    for row in section['cost']:
+        for key in ('condition_number_us', 'diagonal_ratio_us', 'scaled_diagonal_ratio_us'):
+            assert row[key] > 0.0
+        assert row['speedup_diagonal_ratio'] == pytest.approx(
+            row['condition_number_us'] / row['diagonal_ratio_us']
+        )
+    assert section['speedup_at_38'] == section['cost'][1]['speedup_diagonal_ratio']
+    assert {(row['start'], row['n']) for row in section['swing']} == {
+        ('horizontal', 4),
+        ('inclined_60deg', 4),
+    }
+    for row in section['swing']:
+        assert row['samples'] == 11  # every 10 ms over 0.1 s, both ends included
+        assert 0.0 <= row['median_relative_error'] <= row['max_relative_error']
+        # The first sample anchors alpha: there the estimate is κ itself.
+        series = row['series']
+        assert series['scaled_diagonal_ratio'][0] == pytest.approx(series['condition_number'][0])
+
+
+def test_commands_are_matched_to_the_state_they_answer():
+    fingerprints = {b'a': 0, b'b': 1}
+    sends = [(0, 1_000), (1, 2_000), (0, 3_000), (1, 4_000)]
+    received = [
+        (1_500, b'a'),  # answers send 0 after 500 ns
+        (4_600, b'b'),  # answers send 3 (the latest state 1 before it): 600 ns
+        (4_700, b'b'),  # send 3 was answered already
+        (4_800, b'?'),  # no such command
+    ]
+    report = match_commands(sends, received, fingerprints, period_s=550e-9)
+    assert report['sent'] == 4 and report['received'] == 4
+    assert report['missed'] == 2 and report['missed_fraction'] == 0.5
+    assert report['unmatched'] == 2
+    assert report['late'] == 1
+    assert report['latency_us'] == {'median': 0.55, 'p99': pytest.approx(0.599), 'max': 0.6}
+
+
+def test_dds_is_skipped_without_the_controller_node(monkeypatch):
+    monkeypatch.setattr(benchmark, 'controller_executable', lambda: None)
+    assert benchmark.dds_benchmark(seconds=0.1) == {
+        'status': 'skipped: wbc_controller not installed'
+    }
+
+
+def test_targets_pass_miss_or_skip():
+    results = {
+        'tick': {
+            'panda': {'tick_us': {'median': 50.0, 'p99': 200.0}, 'ratio': 12.0},
+        },
+        'conditioning': {'speedup_at_38': 25.0},
+    }
+    statuses = {row['name']: row['status'] for row in evaluate_targets(results)}
+    assert len(statuses) == len(TARGETS)
+    assert statuses['Panda tick p50'] == 'PASS'
+    assert statuses['Panda tick p99'] == 'MISS'
+    assert statuses['Panda tick / floor'] == 'MISS'
+    assert statuses['Talos tick p50'] == 'SKIPPED'
+    assert statuses['DDS 1 kHz latency p99'] == 'SKIPPED'
+    assert statuses['δ cheaper than κ at n = 38'] == 'PASS'
+
+
+def test_main_writes_every_section_to_json(tmp_path, capsys):
+    output = tmp_path / 'bench.json'
+    argv = ['--robot', 'panda', '--ticks', str(TICKS), '--skip-dds', '--json', str(output)]
+    assert benchmark.main([*argv, '--skip-conditioning']) == 0
+    results = json.loads(output.read_text())
+    assert set(results) == {'meta', 'tick', 'targets'}
+    assert {'machine', 'python', 'numpy', 'pinocchio', 'blas_threads', 'ticks'} <= set(
+        results['meta']
+    )
+    check_tick_figures(results['tick']['panda'])
+    printed = capsys.readouterr().out
+    assert 'Panda tick / floor' in printed and 'DDS: skipped' in printed
+    statuses = {row['status'] for row in results['targets']}
+    assert statuses <= {'PASS', 'MISS', 'SKIPPED'}
+    for row in results['targets']:
+        assert row['value'] is None or math.isfinite(row['value'])
+
+
+def test_report_formats_a_full_result(tmp_path):
+    results = {
+        'meta': {'machine': 'test machine', 'load_average_start': [0.0, 0.0, 0.0]},
+        'tick': {'panda': measure_ticks(panda_scenario(), TICKS)},
+        'dds': {'status': 'skipped: wbc_controller not installed'},
+        'conditioning': conditioning_section(
+            chain_sizes=(4,), robot_names=(), repeats=5, swing_chains=(4,), swing_duration_s=0.05
+        ),
+    }
+    results['targets'] = evaluate_targets(results)
+    report = format_report(results)
+    for heading in ('Per tick', 'DDS: skipped', 'Conditioning diagnostics', "Seed 001's swing"):
+        assert heading in report
