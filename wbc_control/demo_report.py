@@ -53,8 +53,20 @@ def _mm(value: float) -> float:
 
 
 def write_report(record: DemoRecord, summary: dict, description: str, directory: Path) -> Path:
-    """Write summary.txt, summary.json and demo.png into `directory`; returns the PNG path."""
+    """Write summary.txt, summary.json, record.npz and demo.png; returns the PNG path."""
     directory.mkdir(parents=True, exist_ok=True)
+    np.savez(
+        directory / 'record.npz',
+        time=record.time,
+        tracking_error=record.tracking_error,
+        torque_time=record.torque_time,
+        torques=np.asarray(record.torques).reshape(-1, len(record.joint_names)),
+        effort_limits=record.effort_limits,
+        kappa_time=record.kappa_time,
+        kappa=record.kappa,
+        estimate_time=record.estimate_time,
+        estimate=record.estimate,
+    )
     (directory / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
     lines = [description, ''] + [f'{key:32s} {value}' for key, value in summary.items()]
     (directory / 'summary.txt').write_text('\n'.join(lines) + '\n')

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
+PANDA_READY_HAND = [0.307, 0.0, 0.487]  # panda_hand_tcp at PANDA_READY (m)
 HAND_DOWN_XYZW = [1.0, 0.0, 0.0, 0.0]
 
 
@@ -38,13 +39,13 @@ class Scenario:
     target: Callable[[float], np.ndarray] = field(repr=False)
 
 
-def circle(center, radius: float, period_s: float, settle_s: float) -> Callable:
-    """A target that holds `center + radius·ŷ` for `settle_s`, then circles in the y-z plane."""
-    center = np.asarray(center, dtype=float)
+def circle(start, radius: float, period_s: float, settle_s: float) -> Callable:
+    """A target that holds `start` for `settle_s`, then circles below it in the y-z plane."""
+    center = np.asarray(start, dtype=float) - np.array([0.0, 0.0, radius])
 
     def position(t: float) -> np.ndarray:
         phase = 2.0 * np.pi * max(t - settle_s, 0.0) / period_s
-        return center + radius * np.array([0.0, np.cos(phase), np.sin(phase)])
+        return center + radius * np.array([0.0, np.sin(phase), np.cos(phase)])
 
     return position
 
@@ -65,7 +66,7 @@ def panda_tracking() -> Scenario:
                 'priority': 0,
                 'kp': 1600.0,
                 'kd': 80.0,
-                'target': [0.45, 0.1, 0.45],
+                'target': PANDA_READY_HAND,
             },
             'hand_orientation': {
                 'type': 'frame_orientation',
@@ -99,7 +100,7 @@ def panda_tracking() -> Scenario:
         diagnostics=diagnostics,
         tracked_task='hand',
         tracked_frame='panda_hand_tcp',
-        target=circle([0.45, 0.0, 0.45], 0.1, period_s=8.0, settle_s=1.0),
+        target=circle(PANDA_READY_HAND, 0.1, period_s=8.0, settle_s=1.0),
     )
 
 
