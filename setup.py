@@ -55,7 +55,7 @@ setup(
         'core': ['numpy', 'scipy', 'pin'],
         'kilted': ros_distribution('kilted'),
         'jazzy': ros_distribution('jazzy'),
-        'sim': ['mujoco', 'matplotlib', 'example-robot-data'],
+        'sim': ['mujoco>=4', 'matplotlib', 'example-robot-data'],
         'test': [
             'pytest',
             'hypothesis',
