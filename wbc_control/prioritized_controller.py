@@ -28,7 +28,7 @@ Products are written `A.dot(B)`: on these small arrays numpy's `@` (a generalize
 two to three times as much per call, and a tick makes dozens of them.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 import math
 from typing import NamedTuple
@@ -248,13 +248,14 @@ class PrioritizedController:
         for index, (level, sqrt_weights) in enumerate(zip(self.levels, self._sqrt_weights)):
             terms = [entry.task.compute(state) for entry in level.entries]
             jacobian, drift, target = level.stack(terms)  # (m, nv), (m,), (m,)
-            projected = jacobian if null_space is None else jacobian.dot(null_space)  # (m, nv) Jp
-            inverse_inertia_jt = inverse_inertia(projected.T)  # (nv, m) M⁻¹Jpᵀ or M†Jpᵀ
+            projected, inverse_inertia_jt, mobility = _projected_terms(
+                jacobian, null_space, inverse_inertia
+            )
             inertia = regularized_task_inertia(
                 projected.dot(inverse_inertia_jt),
                 sqrt_weights,
                 self.singular_value_threshold,
-                None if null_space is None else _mobility(jacobian, inverse_inertia),
+                mobility,
             )
             consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
             acceleration += consistent_inverse.dot(target - jacobian.dot(acceleration))
@@ -389,6 +390,20 @@ def validate_threshold(threshold: float) -> float:
     return threshold
 
 
-def _mobility(jacobian: np.ndarray, inverse_inertia) -> np.ndarray:
-    """μ = diag(J M⁻¹ Jᵀ) of the unprojected task rows (the Jacobi scale of task_inertia)."""
-    return np.einsum('ij,ji->i', jacobian, inverse_inertia(jacobian.T))
+def _projected_terms(
+    jacobian: np.ndarray,
+    null_space: np.ndarray | None,
+    inverse_inertia: Callable[[np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Jp = J N `(m, nv)`, M⁻¹Jpᵀ `(nv, m)` and the mobility μ = diag(J M⁻¹ Jᵀ) `(m,)`.
+
+    One application of M⁻¹ (or M†) per level: M⁻¹Jpᵀ = M⁻¹Nᵀ Jᵀ = N M⁻¹Jᵀ, because N M⁻¹ is
+    symmetric (N M⁻¹ = M⁻¹ − Σ M⁻¹Jpᵀ Λ Jp M⁻¹ for symmetric Λ, damped or not), and the same
+    M⁻¹Jᵀ gives the unprojected mobility that scales the level in `regularized_task_inertia`.
+    `null_space` None stands for N = I (the first level), where μ = diag(Φ) is left to it.
+    """
+    inverse_inertia_jt = inverse_inertia(jacobian.T)  # (nv, m) M⁻¹Jᵀ
+    if null_space is None:
+        return jacobian, inverse_inertia_jt, None
+    mobility = (jacobian * inverse_inertia_jt.T).sum(axis=1)
+    return jacobian.dot(null_space), null_space.dot(inverse_inertia_jt), mobility
