@@ -11,6 +11,7 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Odometry
 import numpy as np
 import numpy.testing as npt
 import pinocchio as pin
@@ -29,7 +30,13 @@ from wbc_control.exceptions import InvalidValue
 from wbc_control.nodes.controller_node import ControllerNode
 from wbc_control.prioritized_controller import ControllerResult, PrioritizedController
 from wbc_control.robot_state import RobotState
-from wbc_control.task_config import build_entries, parse_controller_settings, parse_tasks
+from wbc_control.task_config import (
+    build_entries,
+    holding_torque,
+    parse_contacts,
+    parse_controller_settings,
+    parse_tasks,
+)
 
 CONFIG = Path(__file__).resolve().parent.parent / 'config' / 'panda_controller.yaml'
 URDF = str(example_robot_urdf('panda')[0])
@@ -219,7 +226,15 @@ FAILING_STARTS = {
         {'command_joints': ['panda_joint1', 'wrist']},
         ['command_joints', "'wrist'"],
     ),
-    'contacts': ({'contacts': ['panda_leftfinger']}, ['contacts', 'not yet supported']),
+    'floating-base-without-contacts': (
+        {'urdf_path': str(example_robot_urdf('solo12')[0]), 'floating_base': True},
+        ['floating_base: true needs contacts', 'contacts: ['],
+    ),
+    'contact-frame': ({'contacts': ['panda_hand', 'foot']}, ['contacts:', "'foot'"]),
+    'contact-type': (
+        {'contacts': ['panda_hand'], 'contact_types': ['edge']},
+        ['contact_types:', "panda_hand: 'edge'", 'surface, point'],
+    ),
     'field-typo': (
         {'tasks': {'posture': {'type': 'joint_posture', 'kP': 1.0}}},
         ['tasks.posture.kP', 'unknown field'],
@@ -640,3 +655,179 @@ def test_a_task_without_target_holds_the_first_joint_state(local):
     parameters = {**COMMON, **POSTURE}
     parameters['tasks'] = {'posture': {**posture, 'target': first}}
     npt.assert_allclose(published[-1], core_result(parameters, second, ZERO).torque, atol=1e-9)
+
+
+# Floating base: odometry pairing and contact health (in process) ----------------------------
+
+SOLO_URDF = str(example_robot_urdf('solo12')[0])
+FEET = ['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT']
+STAND = {'HAA': 0.1, 'HFE': 0.8, 'KFE': -1.6}
+BASE_POSE = [0.01, -0.02, 0.22, 0.0, 0.0, np.sin(0.05), np.cos(0.05)]
+BASE_TWIST = [0.05, -0.02, 0.01, 0.1, -0.05, 0.2]
+
+
+def solo_stand() -> np.ndarray:
+    """Solo12's standing posture (example-robot-data's SRDF), in model order."""
+    positions = []
+    for name in robot('solo12').joint_names:
+        leg, joint = name.split('_')
+        sign = -1.0 if (joint == 'HAA' and leg[1] == 'R') else 1.0
+        sign *= -1.0 if (joint != 'HAA' and leg[0] == 'H') else 1.0
+        positions.append(sign * STAND[joint])
+    return np.array(positions)
+
+
+def solo_parameters(**overrides) -> dict:
+    parameters = {
+        'urdf_path': SOLO_URDF,
+        'floating_base': True,
+        'contacts': FEET,
+        'contact_types': ['point'] * 4,
+        'odom_pairing': 'stamp',
+        'task_names': ['base', 'posture'],
+        'tasks': {
+            'base': {
+                'type': 'frame_pose',
+                'frame': 'base_link',
+                'kp': 100.0,
+                'target': [0.0, 0.0, 0.22, 0.0, 0.0, 0.0, 1.0],
+            },
+            'posture': {
+                'type': 'joint_posture',
+                'priority': 1,
+                'kp': 10.0,
+                'target': solo_stand().tolist(),
+            },
+        },
+    }
+    parameters.update(overrides)
+    return parameters
+
+
+def solo_joint_state(stamp_s: float, seed: int = 0) -> JointState:
+    rng = np.random.default_rng(seed)
+    positions = solo_stand() + 0.05 * rng.uniform(-1.0, 1.0, 12)
+    names = list(robot('solo12').joint_names)
+    return joint_state(names, positions, 0.1 * rng.standard_normal(12), stamp_of(stamp_s))
+
+
+def stamp_of(seconds: float) -> tuple[int, int]:
+    return int(seconds), round((seconds % 1.0) * 1e9)
+
+
+def odometry(stamp_s: float, pose=BASE_POSE, frame: str = 'odom') -> Odometry:
+    msg = Odometry()
+    msg.header.stamp.sec, msg.header.stamp.nanosec = stamp_of(stamp_s)
+    msg.header.frame_id, msg.child_frame_id = frame, 'base_link'
+    position, orientation = msg.pose.pose.position, msg.pose.pose.orientation
+    position.x, position.y, position.z = (float(x) for x in pose[:3])
+    orientation.x, orientation.y, orientation.z, orientation.w = (float(x) for x in pose[3:])
+    linear, angular = msg.twist.twist.linear, msg.twist.twist.angular
+    linear.x, linear.y, linear.z = BASE_TWIST[:3]
+    angular.x, angular.y, angular.z = BASE_TWIST[3:]
+    return msg
+
+
+def solo_core_result(parameters: dict, msg: JointState) -> ControllerResult:
+    """What the core computes for Solo12 at `msg` and BASE_POSE / BASE_TWIST."""
+    solo = robot('solo12')
+    settings = parse_controller_settings(solo, parameters)
+    specs = parse_tasks(solo, parameters['task_names'], parameters['tasks'])
+    contacts = parse_contacts(solo, parameters['contacts'], parameters['contact_types'])
+    controller = PrioritizedController(
+        solo,
+        build_entries(solo, specs),
+        settings.singular_value_threshold,
+        settings.effort_limits,
+        contacts=contacts,
+    )
+    state = RobotState(solo)
+    index = solo.joint_index(msg.name)
+    q = solo.configuration(np.asarray(msg.position)[index], BASE_POSE)
+    state.update(q, solo.velocity(np.asarray(msg.velocity)[index], BASE_TWIST))
+    return controller.compute(state)
+
+
+def test_stamp_pairing_ticks_once_with_the_odometry_of_the_same_stamp(local):
+    parameters = solo_parameters()
+    node, published = local(parameters)
+    first = solo_joint_state(1.0, seed=1)
+    node._on_joint_state(first)
+    node._on_odom(odometry(0.5))
+    assert published == []  # neither stamp has both halves
+    node._on_odom(odometry(1.0))
+    assert len(published) == 1
+    result = solo_core_result(parameters, first)
+    npt.assert_allclose(published[0], result.torque, rtol=1e-9, atol=1e-9)
+    node._on_odom(odometry(2.0))  # odometry first, then its joint state
+    node._on_joint_state(solo_joint_state(2.0, seed=2))
+    assert len(published) == 2
+    contacts = values(node._contacts_status())
+    assert float(contacts['FL_FOOT.normal_force_n']) > 0.0
+    assert contacts['constraint_method'] in ('schur', 'block_lu')
+    assert float(contacts['base_wrench_residual']) < 1e-6
+
+
+def test_latest_pairing_needs_fresh_odometry(local):
+    node, published = local(solo_parameters(odom_pairing='latest', joint_state_timeout=0.05))
+    node._on_joint_state(solo_joint_state(1.0))
+    assert published == []  # no odometry yet
+    node._on_odom(odometry(0.2))
+    node._on_joint_state(solo_joint_state(1.1))
+    node._on_joint_state(solo_joint_state(1.2))
+    assert len(published) == 2
+    time.sleep(0.1)
+    node._on_joint_state(solo_joint_state(1.3))
+    assert len(published) == 2  # odometry too old: the watchdog's safe command takes over
+    node._on_watchdog()
+    npt.assert_array_equal(published[-1], np.zeros(12))
+    inputs = node._inputs_status()
+    assert inputs.level == DiagnosticStatus.ERROR and 'odom' in inputs.message
+    assert float(values(inputs)['odom_age_s']) >= 0.1
+
+
+def test_bad_odometry_is_rejected_and_counted(local):
+    node, published = local(solo_parameters())
+    node._on_joint_state(solo_joint_state(1.0))
+    node._on_odom(odometry(1.0, pose=[0.0, 0.0, 0.2, 0.0, 0.0, 0.0, 0.5]))
+    node._on_odom(odometry(1.0, pose=[np.nan, 0.0, 0.2, 0.0, 0.0, 0.0, 1.0]))
+    node._on_odom(odometry(1.0, frame='map'))
+    assert published == []
+    inputs = values(node._inputs_status())
+    assert inputs['rejected.odom.quaternion'] == inputs['rejected.odom.non_finite'] == '1'
+    assert inputs['rejected.odom.frame'] == '1'
+
+
+def test_contacts_warn_when_outside_the_friction_cone_or_pulling(local):
+    node, _ = local(solo_parameters())
+    node._on_joint_state(solo_joint_state(1.0))
+    node._on_odom(odometry(1.0))
+    assert node._contacts_status().level == DiagnosticStatus.OK
+    changed = node._on_set_parameters([Parameter('friction_coefficient', value=1e-6)])
+    assert changed.successful
+    node._health.start_period(time.monotonic())
+    node._on_joint_state(solo_joint_state(2.0))
+    node._on_odom(odometry(2.0))
+    status = node._contacts_status()
+    assert status.level == DiagnosticStatus.WARN
+    assert 'outside the friction cone' in status.message
+    assert values(status)['friction_coefficient'] == '1e-06'
+    # A base target 1 m underground asks for more than free fall: the feet would have to pull.
+    sink = [0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0]
+    assert node._on_set_parameters([Parameter('tasks.base.target', value=sink)]).successful
+    node._on_joint_state(solo_joint_state(3.0))
+    node._on_odom(odometry(3.0))
+    status = node._contacts_status()
+    assert 'pulling' in status.message
+    assert 'True' in {v for k, v in values(status).items() if k.endswith('.pulling')}
+
+
+def test_the_gravity_safe_command_of_a_floating_base_is_balanced_by_the_contacts(local):
+    node, published = local(solo_parameters(stale_command='gravity'))
+    node._on_joint_state(solo_joint_state(1.0))
+    node._on_odom(odometry(1.0))
+    node._on_watchdog()  # never stale here: nothing published
+    assert len(published) == 1
+    expected = holding_torque(node._state, node._controller.contacts)
+    npt.assert_allclose(node._safe_torque(), expected, rtol=1e-12)
+    assert not np.allclose(expected, node._state.gravity[6:])

@@ -10,6 +10,7 @@ import pytest
 from robots import random_state, robot
 import yaml
 
+from wbc_control.contacts import ContactType, contact_jacobian
 from wbc_control.exceptions import (
     FrameNotFound,
     InvalidShape,
@@ -27,10 +28,11 @@ from wbc_control.task_config import (
     TaskSpec,
     apply_task_update,
     build_entries,
-    check_supported,
     default_settings,
+    holding_torque,
     measured_target,
     merge_posture_target,
+    parse_contacts,
     parse_controller_settings,
     parse_target,
     parse_task,
@@ -431,6 +433,10 @@ def test_overrides_apply_to_command_joints_in_their_order():
         ({'world_frame': ''}, InvalidValue, ['world_frame']),
         ({'stale_command': 'hold'}, InvalidValue, ['stale_command', 'zero, gravity']),
         ({'singular_value_threshold': 1.5}, InvalidValue, ['singular_value_threshold']),
+        ({'friction_coefficient': 0.0}, InvalidValue, ['friction_coefficient', '> 0']),
+        ({'friction_coefficient': 'ice'}, InvalidValue, ['friction_coefficient', 'number']),
+        ({'odom_pairing': 'nearest'}, InvalidValue, ['odom_pairing', 'latest, stamp']),
+        ({'base_frame': ''}, InvalidValue, ['base_frame']),
     ],
 )
 def test_setting_errors_name_the_parameter(values, error, words):
@@ -453,9 +459,70 @@ def test_live_settings_update_and_refusals():
         update_settings(settings, {'stale_command': 'gravity', 'singular_value_threshold': 0.0})
 
 
-def test_floating_base_and_contacts_are_refused_until_supported():
-    check_supported(panda(), [])
-    with pytest.raises(ModelError, match='floating base / contacts not yet supported'):
-        check_supported(panda(), ['panda_hand'])
-    with pytest.raises(ModelError, match='floating_base: true is not supported'):
-        check_supported(robot('solo12'), [])
+def test_friction_coefficient_is_live():
+    settings = parse_controller_settings(panda(), {})
+    assert settings.friction_coefficient == 0.7
+    assert update_settings(settings, {'friction_coefficient': 1}).friction_coefficient == 1.0
+    with pytest.raises(InvalidValue, match='friction_coefficient'):
+        update_settings(settings, {'friction_coefficient': float('inf')})
+    with pytest.raises(InvalidTaskConfig, match='odom_pairing: read-only'):
+        update_settings(settings, {'odom_pairing': 'stamp'})
+
+
+def test_a_floating_base_defaults_to_the_odom_frame_and_its_root_link():
+    settings = parse_controller_settings(robot('solo12'), {})
+    assert (settings.world_frame, settings.base_frame) == ('odom', 'base_link')
+    assert settings.odom_pairing == 'latest'
+    assert root_link(robot('talos')) == 'base_link'
+
+
+# Contacts -----------------------------------------------------------------------------------
+
+FEET = ['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT']
+
+
+def test_contacts_take_one_type_each_or_none_for_surface():
+    solo = robot('solo12')
+    points = parse_contacts(solo, FEET, ['point'] * 4)
+    assert [c.frame for c in points] == FEET
+    assert {c.kind for c in points} == {ContactType.POINT} and points[0].dim == 3
+    surfaces = parse_contacts(robot('talos'), ['left_sole_link', 'right_sole_link'], [])
+    assert [(c.kind, c.dim) for c in surfaces] == [(ContactType.SURFACE, 6)] * 2
+    # A fixed base may have contacts too (a closed chain), and needs none.
+    assert parse_contacts(panda(), ['panda_hand'], None)[0].dim == 6
+    assert parse_contacts(panda(), None, None) == ()
+
+
+@pytest.mark.parametrize(
+    'frames, types, error, words',
+    [
+        (None, None, ModelError, ['floating_base: true needs contacts']),
+        (['FL_FOOT', 'toe', 'heel'], [], InvalidTaskConfig, ['contacts:', "'toe', 'heel'"]),
+        (FEET, ['point', 'edge', 'point', 'ball'], InvalidTaskConfig, ["FR_FOOT: 'edge'", 'HR']),
+        (FEET, ['point'], InvalidShape, ['contact_types:', '1 types for 4 contacts']),
+        (['FL_FOOT', 'FL_FOOT'], [], InvalidTaskConfig, ['contacts:', 'duplicate', 'FL_FOOT']),
+        ('FL_FOOT', [], InvalidValue, ['contacts', 'list of strings']),
+        (FEET, ['along'] * 4, InvalidTaskConfig, ['surface, point']),
+    ],
+)
+def test_contact_errors_name_the_bad_frames_and_types(frames, types, error, words):
+    with pytest.raises(error) as raised:
+        parse_contacts(robot('solo12'), frames, types)
+    for word in words:
+        assert word in str(raised.value)
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_the_gravity_safe_command_balances_the_base_through_the_contacts(seed):
+    """Standing still: the base rows of g − Aᵀf vanish and the joints get its actuated rows."""
+    solo = robot('solo12')
+    contacts = parse_contacts(solo, FEET, ['point'] * 4)
+    state = random_state(solo, seed, speed=0.0)
+    torque = holding_torque(state, contacts)
+    constraint = contact_jacobian(state, contacts)[0]
+    forces = np.linalg.lstsq(constraint[:, :6].T, state.gravity[:6], rcond=None)[0]
+    wrench = state.gravity - constraint.T @ forces
+    npt.assert_allclose(wrench[:6], 0.0, atol=1e-9)
+    npt.assert_allclose(torque, wrench[solo.indices.v], atol=1e-9)
+    fixed = random_state(panda(), seed, speed=0.0)
+    npt.assert_allclose(holding_torque(fixed, ()), fixed.gravity)

@@ -31,6 +31,12 @@ position per actuated joint in model order. Gains have 3 values per axis for fra
 (world x, y, z, whatever the constraint), frame_orientation and com, 6 for frame_pose
 (x, y, z, rx, ry, rz) and one per actuated joint for joint_posture.
 
+Rigid contacts (parameters `contacts`, `contact_types`, `friction_coefficient`) are the top
+priority level of the controller (:mod:`wbc_control.contacts`); a floating-base robot needs at
+least one. Each contact is a frame of the model and a type, `surface` (6 constrained
+directions: a foot sole) or `point` (3: a ball foot); no types at all means every contact is a
+surface contact.
+
 Errors are the typed errors of :mod:`wbc_control.exceptions`; their message starts with the
 parameter at fault, e.g. ``tasks.hand.kp: kp must be non-negative, got [-1.0, ...]``.
 """
@@ -45,6 +51,7 @@ from typing import NamedTuple
 import numpy as np
 import pinocchio as pin
 
+from wbc_control.contacts import Contact, base_contact_forces, contact_jacobian
 from wbc_control.exceptions import (
     InvalidShape,
     InvalidTaskConfig,
@@ -52,7 +59,9 @@ from wbc_control.exceptions import (
     ModelError,
     WbcError,
 )
+from wbc_control.odometry_input import ODOM_PAIRINGS
 from wbc_control.prioritized_controller import (
+    DEFAULT_FRICTION_COEFFICIENT,
     DEFAULT_SINGULAR_VALUE_THRESHOLD,
     PrioritizedController,
     TaskEntry,
@@ -96,7 +105,11 @@ LIVE_TASK_FIELDS = frozenset({'kp', 'kd', 'target', 'weight'})
 TASK_NAME_PATTERN = re.compile(r'[A-Za-z][A-Za-z0-9_]*')
 STALE_COMMANDS = ('zero', 'gravity')
 #: Controller-level settings that can change at runtime.
-LIVE_SETTINGS = frozenset({'singular_value_threshold', 'stale_command'})
+LIVE_SETTINGS = frozenset({'singular_value_threshold', 'stale_command', 'friction_coefficient'})
+#: Contact types the `contact_types` parameter takes.
+CONTACT_TYPES = ('surface', 'point')
+#: World frame (odometry frame_id) of a floating-base robot unless `world_frame` says otherwise.
+DEFAULT_ODOM_FRAME = 'odom'
 DEFAULT_JOINT_STATE_TIMEOUT_S = 0.1
 DEFAULT_DIAGNOSTICS_RATE_HZ = 2.0
 POSITION_LIMIT_TOLERANCE = 1e-6
@@ -586,10 +599,15 @@ class ControllerSettings:
         effort_limits: per actuated joint (N m or N; inf = none), `(n_act,)`.
         torque_rate_limits: per actuated joint (N m/s; inf = none), `(n_act,)`.
         joint_state_timeout: seconds without a valid joint state before the safe command.
-        stale_command: safe command while stale: 'zero' or 'gravity' (g(q) at the last state).
+        stale_command: safe command while stale: 'zero' or 'gravity' (:func:`holding_torque`
+            at the last state).
         singular_value_threshold: ε of the regularized task-space inertia, in (0, 1).
-        world_frame: frame_id accepted (besides '') for targets.
+        world_frame: frame_id accepted (besides '') for targets and odometry.
         diagnostics_rate: /diagnostics rate (Hz); 0 disables it.
+        friction_coefficient: μ of the friction-cone check of contact forces.
+        odom_pairing: how joint states and odometry make a tick (floating base), one of
+            :data:`~wbc_control.odometry_input.ODOM_PAIRINGS`.
+        base_frame: child_frame_id accepted (besides '') for odometry.
     """
 
     command_joints: tuple[str, ...]
@@ -601,12 +619,16 @@ class ControllerSettings:
     singular_value_threshold: float
     world_frame: str
     diagnostics_rate: float
+    friction_coefficient: float = DEFAULT_FRICTION_COEFFICIENT
+    odom_pairing: str = 'latest'
+    base_frame: str = ''
 
 
 def root_link(robot: RobotModel) -> str:
-    """Name of the URDF root link: the first body frame attached to the world."""
+    """Name of the URDF root link: the first body frame on the world (or free-flyer) joint."""
+    root_joint = 1 if robot.floating_base else 0
     for frame in robot.model.frames:
-        if frame.type == pin.FrameType.BODY and frame.parentJoint == 0:
+        if frame.type == pin.FrameType.BODY and frame.parentJoint == root_joint:
             return frame.name
     return robot.model.frames[0].name
 
@@ -620,23 +642,79 @@ def default_settings(robot: RobotModel) -> dict[str, object]:
         'joint_state_timeout': DEFAULT_JOINT_STATE_TIMEOUT_S,
         'stale_command': 'zero',
         'singular_value_threshold': DEFAULT_SINGULAR_VALUE_THRESHOLD,
-        'world_frame': root_link(robot),
+        'world_frame': DEFAULT_ODOM_FRAME if robot.floating_base else root_link(robot),
         'diagnostics_rate': DEFAULT_DIAGNOSTICS_RATE_HZ,
+        'friction_coefficient': DEFAULT_FRICTION_COEFFICIENT,
+        'odom_pairing': 'latest',
+        'base_frame': root_link(robot),
     }
 
 
-def check_supported(robot: RobotModel, contacts: object) -> None:
-    """Refuse what this controller cannot do yet: a floating base or rigid contacts."""
-    if robot.floating_base:
+def parse_contacts(robot: RobotModel, frames: object, types: object) -> tuple[Contact, ...]:
+    """Validate `contacts` (frame names) and `contact_types` (same length, or empty: surface).
+
+    Raises:
+        InvalidTaskConfig, InvalidShape, FrameNotFound: the message starts with the parameter
+            at fault and names the bad frames or types.
+        ModelError: a floating base without contacts (its base is not actuated).
+    """
+    frames = _string_list(frames, 'contacts')
+    kinds = _string_list(types, 'contact_types') or ['surface'] * len(frames)
+    if robot.floating_base and not frames:
         raise ModelError(
-            'floating_base: true is not supported yet: wbc_controller drives fixed-base robots '
-            '(floating base / contacts not yet supported)'
+            'floating_base: true needs contacts: the base is not actuated, so list the frames '
+            'in rigid contact with the ground (e.g. contacts: [left_sole_link, right_sole_link])'
         )
+    with parameter_errors('contacts'):
+        duplicates = sorted({frame for frame in frames if frames.count(frame) > 1})
+        if duplicates:
+            raise InvalidTaskConfig(f'duplicate frames: {", ".join(duplicates)}')
+        unknown = [repr(frame) for frame in frames if not robot.model.existFrame(frame)]
+        if unknown:
+            raise InvalidTaskConfig(
+                f'frame(s) {", ".join(unknown)} not in the robot model; available frames: '
+                f'{", ".join(robot.frame_names)}'
+            )
+    with parameter_errors('contact_types'):
+        if len(kinds) != len(frames):
+            raise InvalidShape(
+                f'{len(kinds)} types for {len(frames)} contacts: give one type per contact '
+                '(or none: all surface)'
+            )
+        bad = [
+            f'{frame}: {kind!r}' for frame, kind in zip(frames, kinds) if kind not in CONTACT_TYPES
+        ]
+        if bad:
+            raise InvalidTaskConfig(
+                f'{", ".join(bad)}; each type must be one of {", ".join(CONTACT_TYPES)}'
+            )
+    return tuple(Contact.create(robot, frame, kind) for frame, kind in zip(frames, kinds))
+
+
+def _string_list(value: object, parameter: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not all(isinstance(item, str) for item in value):
+        raise InvalidValue(f'{parameter}: must be a list of strings, got {value!r}')
+    return list(value)
+
+
+def holding_torque(state: RobotState, contacts: Sequence[Contact]) -> np.ndarray:
+    """The `gravity` safe command: torques that hold the state still, `(n_act,)`.
+
+    Without contacts, g(q) of the actuated joints. With contacts, the actuated rows of
+    g − Aᵀf where f are the contact forces that balance g on the base rows (the rule of
+    :mod:`wbc_control.contacts`; f = 0 for a fixed base). For a robot standing on its feet this
+    is what its legs must push to carry it at q̈ = 0, not g(q) of the joints alone, which
+    would treat the legs as arms hanging from a fixed base.
+    """
+    robot = state.robot
+    gravity = state.gravity
     if contacts:
-        raise ModelError(
-            f'contacts {list(contacts)}: floating base / contacts not yet supported; leave '
-            'contacts empty'
-        )
+        constraint = contact_jacobian(state, contacts)[0]  # (m, nv)
+        forces = base_contact_forces(constraint, gravity, robot.base_nv).forces
+        gravity = gravity - constraint.T.dot(forces)
+    return gravity[robot.indices.v]
 
 
 def parse_controller_settings(
@@ -659,10 +737,13 @@ def parse_controller_settings(
         diagnostics_rate = scalar(values['diagnostics_rate'], 'diagnostics_rate')
         if diagnostics_rate < 0.0:
             raise InvalidValue(f'must be >= 0 Hz (0 disables), got {diagnostics_rate}')
-    with parameter_errors('world_frame'):
-        world_frame = values['world_frame']
-        if not isinstance(world_frame, str) or not world_frame:
-            raise InvalidValue(f'must be a non-empty frame name, got {world_frame!r}')
+    world_frame = _frame_name(values['world_frame'], 'world_frame')
+    base_frame = _frame_name(values['base_frame'], 'base_frame')
+    with parameter_errors('odom_pairing'):
+        if values['odom_pairing'] not in ODOM_PAIRINGS:
+            raise InvalidValue(
+                f'must be one of {", ".join(ODOM_PAIRINGS)}, got {values["odom_pairing"]!r}'
+            )
     settings = ControllerSettings(
         command_joints,
         command_index,
@@ -673,6 +754,9 @@ def parse_controller_settings(
         DEFAULT_SINGULAR_VALUE_THRESHOLD,
         world_frame,
         diagnostics_rate,
+        DEFAULT_FRICTION_COEFFICIENT,
+        values['odom_pairing'],
+        base_frame,
     )
     live = {name: values[name] for name in LIVE_SETTINGS}
     return update_settings(settings, live)
@@ -698,9 +782,25 @@ def update_settings(
                         f'must be one of {", ".join(STALE_COMMANDS)}, got {value!r}'
                     )
                 updated[name] = value
+            elif name == 'friction_coefficient':
+                updated[name] = _friction_coefficient(value)
             else:
                 updated[name] = validate_threshold(scalar(value, name))
     return replace(settings, **updated)
+
+
+def _friction_coefficient(value: object) -> float:
+    mu = scalar(value, 'friction_coefficient')
+    if mu <= 0.0:
+        raise InvalidValue(f'must be > 0, got {mu}')
+    return mu
+
+
+def _frame_name(value: object, parameter: str) -> str:
+    with parameter_errors(parameter):
+        if not isinstance(value, str) or not value:
+            raise InvalidValue(f'must be a non-empty frame name, got {value!r}')
+    return value
 
 
 def _command_joints(value: object) -> tuple[str, ...]:

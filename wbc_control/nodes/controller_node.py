@@ -14,9 +14,18 @@ A thin translator between ROS and the core (design.md, "The interface users see"
   (frame_position, com), geometry_msgs/PoseStamped (frame_orientation uses the orientation
   only, frame_pose both), sensor_msgs/JointState (joint_posture, by name; unnamed joints keep
   their target). `header.frame_id` must be '' or `world_frame`.
-- A watchdog publishes the safe command (`stale_command`) while no valid joint state arrived
-  for `joint_state_timeout` seconds of node time (sim time with `use_sim_time`).
-- `/diagnostics` gets three statuses, "<node>: tasks", "<node>: inputs", "<node>: torques".
+- With `floating_base`, `odom` (nav_msgs/Odometry: base pose in `world_frame`, twist in the
+  base frame; best effort, depth 1) is decoded by
+  :class:`~wbc_control.odometry_input.OdometryDecoder`, and a tick needs a joint state and an
+  odometry sample paired by :class:`~wbc_control.odometry_input.StatePairing` (parameter
+  `odom_pairing`: `latest` or `stamp`).
+- `contacts` / `contact_types` are the controller's top level (rigid contacts); their forces are
+  checked against the friction cone (`friction_coefficient`, live).
+- A watchdog publishes the safe command (`stale_command`) while no tick ran for
+  `joint_state_timeout` seconds of node time (sim time with `use_sim_time`): no valid joint
+  state, or (floating base) no odometry to pair it with.
+- `/diagnostics` gets the statuses "<node>: tasks", "<node>: inputs", "<node>: torques" and,
+  with contacts, "<node>: contacts".
 
 Parameters are declared in :meth:`ControllerNode._declare_parameters` and validated by
 :mod:`wbc_control.task_config`, which also validates live changes.
@@ -30,6 +39,7 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped, PoseStamped
+from nav_msgs.msg import Odometry
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
@@ -40,9 +50,16 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 
+from wbc_control.contacts import Contact
 from wbc_control.exceptions import WbcError
-from wbc_control.joint_state_input import JointStateDecoder, JointStateRejected
+from wbc_control.joint_state_input import JointSample, JointStateDecoder, JointStateRejected
 from wbc_control.nodes.node_support import StartupError, exit_with, load_robot_model, run_node
+from wbc_control.odometry_input import (
+    BaseSample,
+    OdometryDecoder,
+    OdometryRejected,
+    StatePairing,
+)
 from wbc_control.prioritized_controller import ControllerResult, PrioritizedController
 from wbc_control.robot_state import RobotState
 from wbc_control.task_config import (
@@ -54,11 +71,12 @@ from wbc_control.task_config import (
     TaskUpdate,
     apply_task_update,
     build_entries,
-    check_supported,
     check_task_names,
     default_settings,
+    holding_torque,
     measured_target,
     merge_posture_target,
+    parse_contacts,
     parse_controller_settings,
     parse_target,
     parse_task,
@@ -71,6 +89,7 @@ from wbc_control.task_config import (
 NODE_NAME = 'wbc_controller'
 COMMAND_TOPIC = 'effort_controller/commands'
 JOINT_STATE_TOPIC = 'joint_states'
+ODOM_TOPIC = 'odom'
 COMMAND_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,
     depth=1,
@@ -86,6 +105,8 @@ TARGET_QOS = QoSProfile(
 DIAGNOSTICS_QOS = 10
 WATCHDOG_MAX_PERIOD_S = 0.05
 LOG_THROTTLE_S = 1.0
+#: Base wrench (N, N m) the contact forces may leave unbalanced before the contacts WARN.
+BASE_RESIDUAL_WARN = 1e-6
 
 #: Controller-level parameters: name -> (description, live, dynamically typed).
 SETTING_PARAMETERS: dict[str, tuple[str, bool, bool]] = {
@@ -111,7 +132,8 @@ SETTING_PARAMETERS: dict[str, tuple[str, bool, bool]] = {
         True,
     ),
     'stale_command': (
-        'safe command while joint states are stale: zero | gravity (g(q) at the last state)',
+        'safe command while the state is stale: zero | gravity (holds the last state: g(q), '
+        'balanced by the contact forces when there are contacts)',
         True,
         False,
     ),
@@ -121,7 +143,24 @@ SETTING_PARAMETERS: dict[str, tuple[str, bool, bool]] = {
         True,
     ),
     'world_frame': (
-        "frame_id accepted for targets besides '' (default: the URDF root link)",
+        "frame_id accepted for targets and odom besides '' (default: the URDF root link; "
+        'odom with a floating base)',
+        False,
+        False,
+    ),
+    'friction_coefficient': (
+        'friction coefficient of the contacts, for the friction-cone check of contact forces',
+        True,
+        True,
+    ),
+    'odom_pairing': (
+        'floating base: latest (each joint state ticks with the newest odom, if fresh) | '
+        'stamp (a joint state ticks with the odom of the same stamp)',
+        False,
+        False,
+    ),
+    'base_frame': (
+        "child_frame_id accepted for odom besides '' (default: the URDF root link)",
         False,
         False,
     ),
@@ -185,6 +224,8 @@ class Health:
         self.compute_last_s = self.compute_total_s = self.compute_max_s = 0.0
         self.saturated = np.zeros(self._n, dtype=bool)
         self.rate_limited = np.zeros(self._n, dtype=bool)
+        self.pulling: set[str] = set()
+        self.outside_friction_cone: set[str] = set()
 
     def reject(self, key: str) -> None:
         """Count one rejected input under `key` (`<input>.<reason>`)."""
@@ -201,6 +242,11 @@ class Health:
             self.result = result
             self.saturated |= result.saturated
             self.rate_limited |= result.rate_limited
+            for contact in result.contacts:
+                if contact.pulling:
+                    self.pulling.add(contact.frame)
+                if contact.outside_friction_cone:
+                    self.outside_friction_cone.add(contact.frame)
 
     def fail(self, kind: str, message: str) -> None:
         """A tick whose torque could not be used (the safe command went out instead)."""
@@ -219,7 +265,6 @@ class ControllerNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         self._robot = robot = load_robot_model(self)
         settings_values, contacts, specs = self._declare_parameters()
-        check_supported(robot, contacts)
         self._settings = settings = parse_controller_settings(robot, settings_values)
         self._specs: dict[str, TaskSpec] = {spec.name: spec for spec in specs}
         self._controller = PrioritizedController(
@@ -228,10 +273,14 @@ class ControllerNode(Node):
             settings.singular_value_threshold,
             settings.effort_limits,
             settings.torque_rate_limits,
+            contacts,
+            settings.friction_coefficient,
         )
         self._hold = {spec.name for spec in specs if spec.target is None}
         self._state = RobotState(robot)
         self._decoder = JointStateDecoder(robot)
+        self._odom_decoder = OdometryDecoder(settings.world_frame, settings.base_frame)
+        self._pairing = StatePairing(settings.odom_pairing, settings.joint_state_timeout)
         self._q = robot.neutral_configuration()
         self._v = np.zeros(robot.nv)
         self._zero = np.zeros(robot.n_actuated)
@@ -243,9 +292,23 @@ class ControllerNode(Node):
         self._health = Health(robot.n_actuated)
         self._wire(settings)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.get_logger().info(
-            f'controlling {robot.name}: tasks {", ".join(self._specs)}; commands for '
-            f'{len(settings.command_joints)} joints on {self.resolve_topic_name(COMMAND_TOPIC)}'
+        self.get_logger().info(self._startup_summary())
+
+    def _startup_summary(self) -> str:
+        robot, settings = self._robot, self._settings
+        contacts = ', '.join(f'{c.frame} ({c.kind.value})' for c in self._controller.contacts)
+        base = (
+            f'; floating base, odom on {self.resolve_topic_name(ODOM_TOPIC)} paired by '
+            f'{settings.odom_pairing}'
+            if robot.floating_base
+            else ''
+        )
+        return (
+            f'controlling {robot.name}: tasks {", ".join(self._specs)}'
+            + (f'; contacts {contacts}' if contacts else '')
+            + base
+            + f'; commands for {len(settings.command_joints)} joints on '
+            + self.resolve_topic_name(COMMAND_TOPIC)
         )
 
     def _wire(self, settings: ControllerSettings) -> None:
@@ -253,6 +316,8 @@ class ControllerNode(Node):
         self.create_subscription(
             JointState, JOINT_STATE_TOPIC, self._on_joint_state, JOINT_STATE_QOS
         )
+        if self._robot.floating_base:
+            self.create_subscription(Odometry, ODOM_TOPIC, self._on_odom, JOINT_STATE_QOS)
         for spec in self._specs.values():
             self.create_subscription(
                 _TARGET_MESSAGES[spec.type],
@@ -270,17 +335,25 @@ class ControllerNode(Node):
 
     # Parameters ---------------------------------------------------------------------------
 
-    def _declare_parameters(self) -> tuple[dict[str, object], list[str], list[TaskSpec]]:
+    def _declare_parameters(self) -> tuple[dict[str, object], tuple[Contact, ...], list[TaskSpec]]:
         """Declare every parameter (the one place); returns settings, contacts, tasks."""
         defaults = default_settings(self._robot)
         settings = {
             name: self._declare(name, defaults[name], description, live, dynamic)
             for name, (description, live, dynamic) in SETTING_PARAMETERS.items()
         }
-        contacts = self._declare(
-            'contacts',
-            Parameter.Type.STRING_ARRAY,
-            'frames in rigid contact (floating base; not supported yet: must be empty)',
+        contacts = parse_contacts(
+            self._robot,
+            self._declare(
+                'contacts',
+                Parameter.Type.STRING_ARRAY,
+                'frames in rigid contact, the top priority (a floating base needs at least one)',
+            ),
+            self._declare(
+                'contact_types',
+                Parameter.Type.STRING_ARRAY,
+                'surface | point, one per contact; empty: all surface',
+            ),
         )
         task_names = check_task_names(
             self._declare(
@@ -294,7 +367,7 @@ class ControllerNode(Node):
         for ignored in unknown_task_parameters(kinds, overrides):
             self.get_logger().warning(f'{ignored} ignored: that task is not in task_names')
         specs = [self._declare_task(name, kind) for name, kind in kinds.items()]
-        return settings, list(contacts or []), specs
+        return settings, contacts, specs
 
     def _declare_task_type(self, name: str) -> str:
         description, default = TASK_PARAMETERS['type']
@@ -352,6 +425,7 @@ class ControllerNode(Node):
         for update in updates:
             self._apply(update)
         self._controller.singular_value_threshold = settings.singular_value_threshold
+        self._controller.friction_coefficient = settings.friction_coefficient
         self._settings = settings
         changed = ', '.join(parameter.name for parameter in parameters)
         self.get_logger().info(f'parameters changed: {changed}')
@@ -370,7 +444,7 @@ class ControllerNode(Node):
     # Inputs -------------------------------------------------------------------------------
 
     def _on_joint_state(self, msg: JointState) -> None:
-        """One tick: decode, compute, publish (the safe command if the torque is unusable)."""
+        """Decode; tick now (fixed base) or when the pairing rule has both halves."""
         started = time.perf_counter()
         try:
             sample = self._decoder.decode(
@@ -380,23 +454,73 @@ class ControllerNode(Node):
             self._reject(f'joint_states.{rejection.reason}', f'joint_states rejected: {rejection}')
             return
         now = self.get_clock().now()
+        if not self._robot.floating_base:
+            self._tick(sample, None, now, started)
+            return
+        pair = self._pairing.add_joints(sample, now.nanoseconds * 1e-9)
+        if pair is not None:
+            self._tick(pair.joints, pair.base, now, started)
+
+    def _on_odom(self, msg: Odometry) -> None:
+        """Decode the base state; tick if it completes a pair (`odom_pairing: stamp`)."""
+        started = time.perf_counter()
+        pose, twist = msg.pose.pose, msg.twist.twist
+        try:
+            sample = self._odom_decoder.decode(
+                msg.header.frame_id,
+                msg.child_frame_id,
+                [
+                    pose.position.x,
+                    pose.position.y,
+                    pose.position.z,
+                    pose.orientation.x,
+                    pose.orientation.y,
+                    pose.orientation.z,
+                    pose.orientation.w,
+                ],
+                [
+                    twist.linear.x,
+                    twist.linear.y,
+                    twist.linear.z,
+                    twist.angular.x,
+                    twist.angular.y,
+                    twist.angular.z,
+                ],
+                stamp_seconds(msg.header),
+            )
+        except OdometryRejected as rejection:
+            self._reject(f'odom.{rejection.reason}', f'odom rejected: {rejection}')
+            return
+        now = self.get_clock().now()
+        pair = self._pairing.add_base(sample, now.nanoseconds * 1e-9)
+        if pair is not None:
+            self._tick(pair.joints, pair.base, now, started)
+
+    def _tick(
+        self, joints: JointSample, base: BaseSample | None, now: Time, started: float
+    ) -> None:
+        """One tick: compute and publish (the safe command if the torque is unusable)."""
         self._last_state_time = now
         if self._stale:
             self._stale = False
-            self.get_logger().info('joint states are back: control resumed')
-        result = self._compute(sample.positions, sample.velocities, now)
+            self.get_logger().info(f'{self._state_inputs()} back: control resumed')
+        result = self._compute(joints, base, now)
         torque = self._safe_torque() if result is None else result.torque
         self._publish(torque, now)
         self._health.tick(result, time.perf_counter() - started)
 
+    def _state_inputs(self) -> str:
+        return 'joint states and odom' if self._robot.floating_base else 'joint states'
+
     def _compute(
-        self, positions: np.ndarray, velocities: np.ndarray, now: Time
+        self, joints: JointSample, base: BaseSample | None, now: Time
     ) -> ControllerResult | None:
         """The controller's result, or None when no finite torque could be computed."""
         robot = self._robot
+        base_pose, base_twist = (None, None) if base is None else (base.pose, base.twist)
         try:
-            robot.configuration(positions, out=self._q)
-            robot.velocity(velocities, out=self._v)
+            robot.configuration(joints.positions, base_pose, out=self._q)
+            robot.velocity(joints.velocities, base_twist, out=self._v)
             self._state.update(self._q, self._v)
             self._has_state = True
             if self._hold:
@@ -478,7 +602,7 @@ class ControllerNode(Node):
         """The safe command (actuated order), effort-limited; the rate limiter restarts from it."""
         torque = self._zero
         if self._settings.stale_command == 'gravity' and self._has_state:
-            gravity = self._state.gravity[self._robot.indices.v]
+            gravity = holding_torque(self._state, self._controller.contacts)
             if np.isfinite(gravity).all():
                 torque = gravity
         limiter = self._controller.limiter
@@ -494,21 +618,28 @@ class ControllerNode(Node):
         self._health.commands += 1
 
     def _on_watchdog(self) -> None:
-        """While no valid joint state is fresh, publish the safe command, never the last one."""
+        """While no tick is fresh, publish the safe command, never the last one."""
         now = self.get_clock().now()
         age = self._state_age(now)
         if age is not None and age <= self._settings.joint_state_timeout:
             return
         if not self._stale:
             self._stale = True
-            waited = (
-                'no joint state yet' if age is None else f'no valid joint state for {age:.3f} s'
-            )
             self.get_logger().warning(
-                f'{waited} on {self.resolve_topic_name(JOINT_STATE_TOPIC)}: publishing the '
-                f'{self._settings.stale_command} safe command'
+                f'{self._waited(age, 3)}: publishing the {self._settings.stale_command} safe '
+                'command'
             )
         self._publish(self._safe_torque(), now)
+
+    def _waited(self, age: float | None, digits: int) -> str:
+        """What the watchdog is waiting for, e.g. 'no valid joint state for 0.2 s on /js'."""
+        topics = self.resolve_topic_name(JOINT_STATE_TOPIC)
+        what = 'joint state'
+        if self._robot.floating_base:
+            topics += ' + ' + self.resolve_topic_name(ODOM_TOPIC)
+            what = 'joint state + odom pair'
+        waited = f'no {what} yet' if age is None else f'no valid {what} for {age:.{digits}f} s'
+        return f'{waited} on {topics}'
 
     def _state_age(self, now: Time) -> float | None:
         if self._last_state_time is None:
@@ -521,6 +652,8 @@ class ControllerNode(Node):
         message = DiagnosticArray()
         message.header.stamp = self.get_clock().now().to_msg()
         message.status = [self._tasks_status(), self._inputs_status(), self._torques_status()]
+        if self._controller.contacts:
+            message.status.append(self._contacts_status())
         self._diagnostics.publish(message)
         self._health.start_period(time.monotonic())
 
@@ -571,10 +704,12 @@ class ControllerNode(Node):
             'joint_state_rate_hz': health.ticks_in_period / elapsed,
             **{f'rejected.{key}': count for key, count in sorted(health.rejected.items())},
         }
+        if self._robot.floating_base:
+            odom_age = self._pairing.base_age(now.nanoseconds * 1e-9)
+            values['odom_age_s'] = float('nan') if odom_age is None else odom_age
+            values['odom_pairing'] = self._settings.odom_pairing
         if self._stale:
-            waited = (
-                'no joint state yet' if age is None else f'no valid joint state for {age:.2f} s'
-            )
+            waited = self._waited(age, 2)
             summary = f'stale: {waited}; publishing the {self._settings.stale_command} command'
             return self._status('inputs', DiagnosticStatus.ERROR, summary, values)
         if health.rejected_in_period:
@@ -583,6 +718,35 @@ class ControllerNode(Node):
             return self._status('inputs', DiagnosticStatus.WARN, summary, values)
         summary = f'joint states at {values["joint_state_rate_hz"]:.1f} Hz'
         return self._status('inputs', DiagnosticStatus.OK, summary, values)
+
+    def _contacts_status(self) -> DiagnosticStatus:
+        """Contact forces of the last tick; WARN if any pulled or left the cone this period."""
+        health, result = self._health, self._health.result
+        values = {'friction_coefficient': self._controller.friction_coefficient}
+        if result is None:
+            summary = 'no contact forces computed yet'
+            return self._status('contacts', DiagnosticStatus.WARN, summary, values)
+        for contact in result.contacts:
+            values[f'{contact.frame}.normal_force_n'] = contact.normal_force
+            values[f'{contact.frame}.friction_ratio'] = contact.friction_ratio
+            values[f'{contact.frame}.pulling'] = contact.pulling
+            values[f'{contact.frame}.outside_friction_cone'] = contact.outside_friction_cone
+        values['base_wrench_residual'] = result.base_wrench_residual
+        values['constraint_method'] = result.constraint_method
+        problems = [f'{frame} pulling' for frame in sorted(health.pulling)]
+        problems += [
+            f'{frame} outside the friction cone' for frame in sorted(health.outside_friction_cone)
+        ]
+        if result.base_wrench_residual > BASE_RESIDUAL_WARN:
+            problems.append(
+                f'the contacts cannot balance the base wrench (residual '
+                f'{result.base_wrench_residual:.3g})'
+            )
+        if problems:
+            return self._status('contacts', DiagnosticStatus.WARN, '; '.join(problems), values)
+        forces = ', '.join(f'{c.frame} {c.normal_force:.1f} N' for c in result.contacts)
+        summary = f'normal forces {forces}; all inside the friction cone'
+        return self._status('contacts', DiagnosticStatus.OK, summary, values)
 
     def _torques_status(self) -> DiagnosticStatus:
         health = self._health

@@ -1,0 +1,167 @@
+"""Validation of base odometry and its pairing with joint states, independent of ROS.
+
+A floating-base tick needs both halves of the state: the joints (sensor_msgs/JointState) and
+the base (nav_msgs/Odometry: pose in the world frame, twist in the base frame, which is
+Pinocchio's free-flyer convention, see :mod:`wbc_control.robot_model`). They come on two
+topics, so the controller must decide which joint state goes with which odometry sample.
+:class:`StatePairing` implements the two rules of parameter `odom_pairing`:
+
+- ``latest`` (default): every accepted joint state ticks once, with the newest accepted odometry,
+  provided that odometry arrived no longer than `joint_state_timeout` ago. Suits a robot whose
+  state estimator publishes at its own rate. A joint state without fresh odometry does not
+  tick: the watchdog's safe command takes over, exactly as for stale joint states.
+- ``stamp``: a joint state ticks with the odometry of the *same* header stamp, whichever of
+  the two arrives second, and each stamp ticks at most once. Suits sources that publish both
+  per step with one stamp, such as `wbc_sim` and most simulators; it is deterministic whatever
+  order DDS delivers the two messages in.
+"""
+
+from collections.abc import Sequence
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from wbc_control.exceptions import InvalidValue, WbcError
+from wbc_control.joint_state_input import JointSample
+
+ODOM_PAIRINGS = ('latest', 'stamp')
+#: A base orientation quaternion is accepted when |‖q‖ − 1| is at most this (then normalised).
+QUATERNION_NORM_TOLERANCE = 1e-3
+
+
+class OdometryRejected(WbcError):
+    """An odometry sample was rejected; `reason` is a short machine-friendly key."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason = reason
+        super().__init__(f'{reason}: {detail}')
+
+
+class BaseSample(NamedTuple):
+    """The floating base's state in Pinocchio's free-flyer convention, with its stamp (s)."""
+
+    pose: np.ndarray  # (7,) x, y, z, qx, qy, qz, qw in the world frame, unit quaternion
+    twist: np.ndarray  # (6,) linear, angular velocity in the base frame
+    stamp_s: float
+
+
+class OdometryDecoder:
+    """Validate odometry samples, rejecting unusable or out-of-order ones.
+
+    Args:
+        world_frame: accepted `header.frame_id` besides ''.
+        base_frame: accepted `child_frame_id` besides '' (the frame of the twist).
+
+    Stamps of 0 skip the ordering check; any other stamp must be later than the last accepted.
+    """
+
+    def __init__(self, world_frame: str, base_frame: str) -> None:
+        self._frames = ('', world_frame)
+        self._child_frames = ('', base_frame)
+        self._last_stamp_s = -math.inf
+
+    def decode(
+        self,
+        frame_id: str,
+        child_frame_id: str,
+        pose: Sequence[float],
+        twist: Sequence[float],
+        stamp_s: float,
+    ) -> BaseSample:
+        """Validate one sample: pose (x, y, z, qx, qy, qz, qw), twist (linear, angular).
+
+        Raises:
+            OdometryRejected: a frame other than the world / base frame, non-finite values,
+                a quaternion that is not unit, or a stamp older than the last accepted one.
+        """
+        if frame_id not in self._frames:
+            raise OdometryRejected(
+                'frame', f"frame_id '{frame_id}' is not the world frame '{self._frames[1]}'"
+            )
+        if child_frame_id not in self._child_frames:
+            raise OdometryRejected(
+                'child_frame',
+                f"child_frame_id '{child_frame_id}' is not the base frame "
+                f"'{self._child_frames[1]}' (the twist must be in the base frame)",
+            )
+        pose = np.array(pose, dtype=float)
+        twist = np.array(twist, dtype=float)
+        if not (np.isfinite(pose).all() and np.isfinite(twist).all()):
+            raise OdometryRejected('non_finite', 'NaN or Inf in the pose or twist')
+        try:
+            pose[3:] = unit_quaternion(pose[3:])
+        except InvalidValue as error:
+            raise OdometryRejected('quaternion', str(error)) from error
+        if stamp_s != 0.0:
+            if stamp_s <= self._last_stamp_s:
+                raise OdometryRejected(
+                    'out_of_order',
+                    f'stamp {stamp_s:.6f} s is not after the last accepted '
+                    f'{self._last_stamp_s:.6f} s',
+                )
+            self._last_stamp_s = stamp_s
+        return BaseSample(pose, twist, stamp_s)
+
+
+def unit_quaternion(quaternion: np.ndarray) -> np.ndarray:
+    """The quaternion normalised, if its norm is within QUATERNION_NORM_TOLERANCE of 1."""
+    norm = float(np.linalg.norm(quaternion))
+    if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
+        raise InvalidValue(
+            f'orientation quaternion {np.round(quaternion, 6).tolist()} has norm {norm:.6g}, not 1'
+        )
+    return quaternion / norm
+
+
+class StatePair(NamedTuple):
+    """A joint sample and the base sample it is ticked with."""
+
+    joints: JointSample
+    base: BaseSample
+
+
+class StatePairing:
+    """Decides when a floating-base tick runs (module docstring: `latest` or `stamp`).
+
+    Args:
+        mode: one of :data:`ODOM_PAIRINGS`.
+        timeout_s: `latest` only: the newest odometry must have arrived within this time.
+    """
+
+    def __init__(self, mode: str, timeout_s: float) -> None:
+        if mode not in ODOM_PAIRINGS:
+            raise InvalidValue(f'odom_pairing must be one of {", ".join(ODOM_PAIRINGS)}')
+        self.mode = mode
+        self._timeout_s = timeout_s
+        self._base: BaseSample | None = None
+        self._base_received_s = -math.inf
+        self._waiting: JointSample | None = None  # `stamp`: a joint state awaiting its odometry
+        self._ticked_stamp_s = math.nan  # `stamp`: the last stamp that ticked
+
+    def base_age(self, now_s: float) -> float | None:
+        """Seconds since the newest odometry arrived (None before the first)."""
+        return None if self._base is None else now_s - self._base_received_s
+
+    def add_joints(self, joints: JointSample, now_s: float) -> StatePair | None:
+        """An accepted joint state arrived at `now_s`; returns the pair to tick with, if any."""
+        base = self._base
+        if self.mode == 'latest':
+            fresh = base is not None and now_s - self._base_received_s <= self._timeout_s
+            return StatePair(joints, base) if fresh else None
+        self._waiting = joints
+        return self._pair_by_stamp()
+
+    def add_base(self, base: BaseSample, now_s: float) -> StatePair | None:
+        """An accepted odometry arrived at `now_s`; returns the pair to tick with, if any."""
+        self._base, self._base_received_s = base, now_s
+        return self._pair_by_stamp() if self.mode == 'stamp' else None
+
+    def _pair_by_stamp(self) -> StatePair | None:
+        joints, base = self._waiting, self._base
+        if joints is None or base is None or joints.stamp_s != base.stamp_s:
+            return None
+        if joints.stamp_s == self._ticked_stamp_s:
+            return None
+        self._waiting, self._ticked_stamp_s = None, joints.stamp_s
+        return StatePair(joints, base)
