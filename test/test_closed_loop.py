@@ -116,8 +116,6 @@ def test_panda_reaches_a_target_20_cm_away_and_holds_it(probe):
         loop.run_until(2.5)
     errors = np.linalg.norm(loop.positions_between(2.0, 2.5) - target, axis=1)
     assert errors.max() < 5e-3, f'hand error after 2 s: {errors.max() * 1e3:.2f} mm'
-    start_error = np.linalg.norm(loop.positions_between(0.0, 0.01)[0] - target)
-    assert start_error > 0.19
     # The posture task still worked in the null space: the elbow stayed near its target.
     final_posture = loop.postures[-1]
     assert abs(final_posture[3] - READY[3]) < 0.5
