@@ -23,6 +23,8 @@ PACKAGE = 'wbc_control'
 #: robot -> (URDF below example-robot-data's robots/, floating base)
 ROBOTS = {
     'panda': ('panda_description/urdf/panda.urdf', 'false'),
+    'talos': ('talos_data/robots/talos_reduced.urdf', 'true'),
+    'solo12': ('solo_description/robots/solo12.urdf', 'true'),
 }
 
 
