@@ -52,7 +52,7 @@ from wbc_control.task_inertia import regularized_task_inertia
 from wbc_control.tasks.task import Task, TaskTerms, as_slice
 from wbc_control.torque_limits import TorqueLimiter
 
-_POTRF, _POTRS, _POCON = get_lapack_funcs(('potrf', 'potrs', 'pocon'), (np.zeros((1, 1)),))
+_POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
 
 DEFAULT_SINGULAR_VALUE_THRESHOLD = 1e-3
 DEFAULT_FRICTION_COEFFICIENT = 0.7
@@ -315,7 +315,7 @@ class PrioritizedController:
         if not self.contacts:
             return state.solve_mass_matrix, None, '', np.zeros(self.robot.nv)
         constraint, drift = contact_jacobian(state, self.contacts)
-        terms = schur_dagger_terms(state, constraint)
+        terms = schur_dagger_terms(state, constraint, self._identity)
         if terms is None:
             block = dagger_terms(state.mass_matrix, constraint)
             terms = block.m_dagger, block.a_dagger.T, block.method
@@ -343,7 +343,7 @@ class PrioritizedController:
 
 
 def schur_dagger_terms(
-    state: RobotState, constraint: np.ndarray
+    state: RobotState, constraint: np.ndarray, identity: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, str] | None:
     """M† and A†ᵀ by the Schur complement of M (seed 000 eqs 6-7), from the tick's Cholesky of M.
 
@@ -353,33 +353,41 @@ def schur_dagger_terms(
 
     These are the terms `dagger_terms` computes on its 'schur' path; this one reuses the
     factorisation of M that `RobotState` already holds. It declines (returns None) unless M and
-    D are positive definite with reciprocal condition estimates (LAPACK `pocon`) of at least
-    `SCHUR_MIN_RCOND`, where forming M⁻¹ keeps enough digits: the caller then uses the block
-    matrix.
+    D are positive definite and provably well conditioned, κ₂ ≤ 1 / `SCHUR_MIN_RCOND`, where
+    forming M⁻¹ keeps enough digits: the caller then uses the block matrix. The proof is the
+    bound κ₂(S) ≤ tr(S) tr(S⁻¹) of a symmetric positive definite S (λ_max ≤ tr S and
+    1/λ_min ≤ tr S⁻¹), two traces of matrices formed anyway.
+
+    Args:
+        state: this tick's robot state.
+        constraint: A, `(m, nv)`.
+        identity: I_nv, to spare the allocation.
 
     Returns:
         `(M†, A†ᵀ, 'schur')`, `(nv, nv)` and `(nv, m)`, or None.
     """
+    identity = np.eye(state.robot.nv) if identity is None else identity
     try:
-        factor, lower = state.mass_matrix_cholesky
-    except InvalidValue:
+        inverse_mass = state.solve_mass_matrix(identity)  # (nv, nv) M⁻¹
+    except InvalidValue:  # M is not positive definite
         return None
-    if _reciprocal_condition(factor, lower, state.mass_matrix) < SCHUR_MIN_RCOND:
+    if not _provably_well_conditioned(state.mass_matrix, inverse_mass):
         return None
-    inverse_mass = state.solve_mass_matrix(np.eye(state.robot.nv))  # (nv, nv) M⁻¹
     inverse_mass_at = inverse_mass.dot(constraint.T)  # (nv, m) X = M⁻¹Aᵀ
     delassus = constraint.dot(inverse_mass_at)  # (m, m) D
     delassus_factor, info = _POTRF(delassus, lower=False, clean=False)
-    if info != 0 or _reciprocal_condition(delassus_factor, False, delassus) < SCHUR_MIN_RCOND:
+    if info != 0:
         return None
-    a_dagger_t = _POTRS(delassus_factor, inverse_mass_at.T, lower=False)[0].T  # (nv, m)
+    inverse_delassus = _POTRS(delassus_factor, np.eye(delassus.shape[0]), lower=False)[0]
+    if not _provably_well_conditioned(delassus, inverse_delassus):
+        return None
+    a_dagger_t = inverse_mass_at.dot(inverse_delassus)  # (nv, m)
     return inverse_mass - a_dagger_t.dot(inverse_mass_at.T), a_dagger_t, 'schur'
 
 
-def _reciprocal_condition(factor: np.ndarray, lower: bool, matrix: np.ndarray) -> float:
-    """LAPACK's 1-norm reciprocal condition estimate of a matrix from its Cholesky factor."""
-    norm = float(np.abs(matrix).sum(axis=0).max())
-    return float(_POCON(factor, norm, uplo='L' if lower else 'U')[0])
+def _provably_well_conditioned(matrix: np.ndarray, inverse: np.ndarray) -> bool:
+    """κ₂ ≤ tr(S) tr(S⁻¹) ≤ 1 / SCHUR_MIN_RCOND, for S symmetric positive definite."""
+    return float(matrix.trace()) * float(inverse.trace()) * SCHUR_MIN_RCOND <= 1.0
 
 
 def validate_threshold(threshold: float) -> float:
