@@ -14,10 +14,12 @@ and 004), for priority levels k = 0, 1, ... (0 = highest; tasks of a level are s
 
 With rigid contacts (design.md "Contacts and floating base"; Mistry & Righetti 2011; seed 000)
 the contacts are the top level: q̈ starts at −A†ᵀȦq̇ (seed eq 22) and every task level uses
-M† = M⁻¹ − M⁻¹Aᵀ(AM⁻¹Aᵀ)⁻¹AM⁻¹ (seed eq 6, from the block matrix [M Aᵀ; A 0] so that it exists
-where M is singular) in place of M⁻¹. Then A J̄ = A M† Jpᵀ Λ = 0 (seed eq 12): no task can
-violate a contact. The torque is the actuated part of M q̈ + h − Aᵀf, with f the contact forces
-of `wbc_control.contacts` (they balance the unactuated base rows).
+M† = M⁻¹ − M⁻¹Aᵀ(AM⁻¹Aᵀ)⁻¹AM⁻¹ (seed eq 6) in place of M⁻¹: by that Schur complement from
+the tick's Cholesky factor of M when M and AM⁻¹Aᵀ are provably well conditioned
+(`schur_dagger_terms`), else from the block matrix [M Aᵀ; A 0], so that it exists where M is
+singular. Then A J̄ = A M† Jpᵀ Λ = 0 (seed eq 12): no task can violate a contact. The torque
+is the actuated part of M q̈ + h − Aᵀf, with f the contact forces of `wbc_control.contacts`
+(they balance the unactuated base rows).
 
 Without contacts, M⁻¹ is applied by Cholesky solves (`RobotState.solve_mass_matrix`), never
 formed. Because J̄ = M⁻¹Jpᵀ Λ and Jp = J N, a lower level's contribution J̄_k(·) satisfies
