@@ -524,8 +524,10 @@ class _DdsProbe:
             messages.append(message)
         return messages
 
-    def _on_command(self, message: object) -> None:
-        received = time.time_ns()
+    def _on_command(self, message: object, info: dict) -> None:
+        # The middleware's own receipt time (system clock, like the stamps), so that the
+        # probe's executor delay is not counted; the callback time where it is not set.
+        received = info.get('received_timestamp') or time.time_ns()
         with self._lock:
             self._received.append((received, message.data.tobytes()))
 
