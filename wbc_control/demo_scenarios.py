@@ -104,4 +104,77 @@ def panda_tracking() -> Scenario:
     )
 
 
-SCENARIOS: dict[str, Callable[[], Scenario]] = {'panda': panda_tracking}
+#: Talos's half-sitting pose (example-robot-data's SRDF) in model order: left leg 1-6, right
+#: leg 1-6, torso 1-2, left arm 1-7 + gripper, right arm 1-7 + gripper, head 1-2.
+TALOS_HALF_SITTING = [
+    *(0.0, 0.0, -0.411354, 0.859395, -0.448041, -0.001708) * 2,
+    *(0.0, 0.006761),
+    *(0.25847, 0.173046, -0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0),
+    *(-0.25847, -0.173046, 0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0),
+    *(0.0, 0.0),
+]
+#: Base of the half-sitting pose: soles on the ground (config/talos_sim.yaml).
+TALOS_BASE_POSE = [0.0, 0.0, 1.01927, 0.0, 0.0, 0.0, 1.0]
+#: 19 cm forward, inward and up from where the left hand starts, (0.11, 0.43, 0.78).
+TALOS_HAND_TARGET = [0.25, 0.40, 0.90]
+
+
+def talos_reaching() -> Scenario:
+    """Talos stands on both feet and reaches with its left hand (config/talos_*.yaml).
+
+    Contacts (the soles) on top, then the COM over the middle of the feet, then the torso
+    upright and the hand, then the posture.
+    """
+    controller = {
+        'contacts': ['left_sole_link', 'right_sole_link'],
+        'contact_types': ['surface', 'surface'],
+        'odom_pairing': 'stamp',
+        'task_names': ['com', 'torso', 'hand', 'posture'],
+        'tasks': {
+            'com': {'type': 'com', 'priority': 0, 'kp': 100.0, 'target': [-0.009, 0.0, 0.875]},
+            'torso': {
+                'type': 'frame_orientation',
+                'frame': 'torso_2_link',
+                'priority': 1,
+                'kp': 100.0,
+                'target': [0.0, 0.0, 0.0, 1.0],
+            },
+            'hand': {
+                'type': 'frame_position',
+                'frame': 'gripper_left_base_link',
+                'priority': 1,
+                'kp': 100.0,
+                'target': TALOS_HAND_TARGET,
+            },
+            'posture': {
+                'type': 'joint_posture',
+                'priority': 2,
+                'kp': 25.0,
+                'target': TALOS_HALF_SITTING,
+            },
+        },
+        'joint_state_timeout': 0.5,
+    }
+    sim = {
+        'timestep': 0.001,
+        'control_period': 0.004,
+        'lockstep': True,
+        'ground_plane': True,
+        'box_collision_links': ['leg_left_6_link', 'leg_right_6_link'],
+        'initial_positions': TALOS_HALF_SITTING,
+        'initial_base_pose': TALOS_BASE_POSE,
+    }
+    target = np.array(TALOS_HAND_TARGET)
+    return Scenario(
+        robot='talos',
+        description='Talos on both feet reaches 19 cm with its left hand, COM over its feet',
+        controller=controller,
+        sim=sim,
+        diagnostics={'exact_rate': 0.0, 'publish_rate': 2.0},
+        tracked_task='hand',
+        tracked_frame='gripper_left_base_link',
+        target=lambda t: target,
+    )
+
+
+SCENARIOS: dict[str, Callable[[], Scenario]] = {'panda': panda_tracking, 'talos': talos_reaching}

@@ -17,6 +17,7 @@ import sys
 import time
 
 from geometry_msgs.msg import PointStamped
+from nav_msgs.msg import Odometry
 import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -101,7 +102,11 @@ class DemoMonitor(Node):
         self._target = self.create_publisher(
             PointStamped, f'/wbc_controller/{scenario.tracked_task}/target', 10
         )
+        self._joints: tuple[float, np.ndarray] | None = None  # (stamp, positions)
+        self._base: tuple[float, np.ndarray] | None = None  # (stamp, pose xyz + xyzw)
         self.create_subscription(JointState, 'joint_states', self._on_joint_state, 10)
+        if robot.floating_base:
+            self.create_subscription(Odometry, 'odom', self._on_odometry, 10)
         self.create_subscription(
             Float64MultiArray, 'effort_controller/commands', self._on_command, 10
         )
@@ -112,10 +117,32 @@ class DemoMonitor(Node):
 
     def _on_joint_state(self, message: JointState) -> None:
         index = self._mapping.message_indices(message.name)
-        positions = np.asarray(message.position)[index]
-        self.sim_time = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+        self._joints = (_stamp_s(message), np.asarray(message.position)[index])
+        self._measure()
+
+    def _on_odometry(self, message: Odometry) -> None:
+        pose = message.pose.pose
+        position, orientation = pose.position, pose.orientation
+        values = [position.x, position.y, position.z]
+        values += [orientation.x, orientation.y, orientation.z, orientation.w]
+        self._base = (_stamp_s(message), np.array(values))
+        self._measure()
+
+    def _measure(self) -> None:
+        """Record the tracked frame once a joint state (and its odometry) is complete."""
+        if self._joints is None:
+            return
+        stamp, positions = self._joints
+        base_pose = None
+        if self.robot.floating_base:
+            if self._base is None or self._base[0] != stamp:
+                return
+            base_pose = self._base[1]
+        self._joints = None
+        self.sim_time = stamp
         self.last_state_wall = time.monotonic()
-        self.state.update(self.robot.configuration(positions), np.zeros(self.robot.nv))
+        q = self.robot.configuration(positions, base_pose)
+        self.state.update(q, np.zeros(self.robot.nv))
         hand = self.state.frame_placement(self.frame_id).translation
         error = np.linalg.norm(self.scenario.target(self.sim_time) - hand)
         self.record.time.append(self.sim_time)
@@ -144,6 +171,10 @@ class DemoMonitor(Node):
     def _on_estimate(self, message: Float64) -> None:
         self.record.estimate_time.append(self.sim_time)
         self.record.estimate.append(message.data)
+
+
+def _stamp_s(message: JointState | Odometry) -> float:
+    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
