@@ -79,10 +79,10 @@ def regularized_task_inertia(
     largest = max(mobility_values, default=0.0)
     if not largest > 0.0:
         return TaskInertia(np.zeros((size, size)), np.inf, 0, 0)
-    active = (mobility > NO_AUTHORITY * largest) & (diagonal > NO_AUTHORITY * mobility)
-    if active.all():
+    if _every_row_has_authority(diagonal.tolist(), mobility_values, largest):
         scale = sqrt_weights / np.sqrt(mobility)
     else:
+        active = (mobility > NO_AUTHORITY * largest) & (diagonal > NO_AUTHORITY * mobility)
         scale = np.zeros(size)
         scale[active] = sqrt_weights[active] / np.sqrt(mobility[active])
         if not active.any():
@@ -110,3 +110,15 @@ def regularized_task_inertia(
     condition = sigma_max / sigma_values[null_count]
     damped = max(below_epsilon - null_count, 0)
     return TaskInertia(inertia, condition, size - below_epsilon, damped)
+
+
+def _every_row_has_authority(
+    diagonal: list[float], mobility: list[float], largest_mobility: float
+) -> bool:
+    """μᵢ > 1e-12 max μ and Φᵢᵢ > 1e-12 μᵢ for every row (step 1 of the module docstring).
+
+    On plain lists: for these few rows, Python's comparisons cost less than numpy's
+    elementwise tests and reduction.
+    """
+    floor = NO_AUTHORITY * largest_mobility
+    return all(mu > floor and phi > NO_AUTHORITY * mu for phi, mu in zip(diagonal, mobility))
