@@ -23,6 +23,7 @@ from scipy.spatial import ConvexHull
 from sensor_msgs.msg import JointState
 import yaml
 
+from wbc_control.demo_scenarios import SCENARIOS
 from wbc_control.example_robots import example_robot_urdf
 from wbc_control.mujoco_model import MujocoOptions, MujocoSimulation, build_mujoco_robot
 from wbc_control.robot_model import RobotModel
@@ -283,3 +284,13 @@ def test_box_collision_links_stand_talos_on_the_corners_of_its_soles():
         near = [p for p in local if abs(p[1]) < 0.1]
         assert len(near) == 4
         assert np.ptp([p[0] for p in near]) > 0.2 and np.ptp([p[1] for p in near]) > 0.12
+
+
+def test_the_talos_demo_runs_the_shipped_configs():
+    scenario = SCENARIOS['talos']()
+    controller = config('talos_controller', 'wbc_controller')
+    for key in ('contacts', 'contact_types', 'odom_pairing', 'task_names', 'tasks'):
+        assert scenario.controller[key] == controller[key], key
+    sim = config('talos_sim', 'wbc_sim')
+    for key in ('box_collision_links', 'initial_positions', 'initial_base_pose'):
+        assert scenario.sim[key] == sim[key], key
