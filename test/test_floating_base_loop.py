@@ -185,10 +185,13 @@ def talos_run() -> dict:
     hand_target = np.array(controller['tasks']['hand']['target'])
     state = RobotState(loop.robot)
     hand = loop.robot.frame_id('gripper_left_base_link')
-    heights, margins, hand_errors = [], [], []
+    heights, margins, hand_errors, soles = [], [], [], []
     for q, v in loop.trajectory.states:
         state.update(q, v)
         heights.append(q[2])
+        soles.append(
+            [state.frame_placement(loop.robot.frame_id(s)).translation for s in TALOS_SOLES]
+        )
         margins.append(support_margin(state, TALOS_SOLES))
         hand_errors.append(np.linalg.norm(state.frame_placement(hand).translation - hand_target))
     result = {
@@ -197,12 +200,14 @@ def talos_run() -> dict:
         'base_height_m': np.array(heights),
         'com_margin_m': np.array(margins),
         'hand_error_m': np.array(hand_errors),
+        'sole_travel_m': float(np.ptp(np.array(soles), axis=0).max()),
     }
     print(
         f'\nTalos: {result["times"][-1]:.2f} s simulated in {wall_s:.1f} s wall; base height '
         f'{min(heights):.3f}..{max(heights):.3f} m; COM margin min {min(margins) * 1e3:.1f} mm; '
         f'hand error final {hand_errors[-1] * 1e3:.2f} mm, within 2 cm from '
-        f'{result["times"][np.argmax(np.array(hand_errors) < 0.02)]:.2f} s'
+        f'{result["times"][np.argmax(np.array(hand_errors) < 0.02)]:.2f} s; soles moved '
+        f'{result["sole_travel_m"] * 1e3:.2f} mm'
     )
     return result
 
@@ -213,6 +218,7 @@ def test_talos_stands_for_10_s_with_the_com_over_its_feet(talos_run):
     assert np.diff(times).max() == pytest.approx(TALOS_CONTROL_PERIOD_S)  # no state skipped
     assert talos_run['base_height_m'].min() > 0.95  # half-sitting base height is 1.02 m
     assert talos_run['com_margin_m'].min() > 0.0
+    assert talos_run['sole_travel_m'] < 0.002  # the feet neither slip nor lift
 
 
 def test_talos_hand_reaches_its_target_within_2_cm(talos_run):
@@ -228,6 +234,7 @@ FEET = ('FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT')
 
 
 def test_solo12_shifts_its_base_on_four_point_feet():
+    started = time.monotonic()
     loop = Loop('solo12', SOLO_CONTROL_PERIOD_S, {})
     target = loop.probe.publisher(PointStamped, '/wbc_controller/base/target')
     state = RobotState(loop.robot)
@@ -252,7 +259,11 @@ def test_solo12_shifts_its_base_on_four_point_feet():
             errors.append(np.linalg.norm(state.frame_placement(base).translation - goal))
             feet.append([state.frame_placement(loop.robot.frame_id(f)).translation for f in FEET])
     shift_cm = np.linalg.norm(SOLO_SHIFT_M) * 100
-    print(f'\nSolo12: base error {max(errors) * 1e3:.2f} mm after the {shift_cm:.1f} cm shift')
+    print(
+        f'\nSolo12: base error {max(errors) * 1e3:.2f} mm after the {shift_cm:.1f} cm shift; feet '
+        f'moved {np.ptp(np.array(feet), axis=0).max() * 1e3:.2f} mm; '
+        f'{time.monotonic() - started:.1f} s wall'
+    )
     assert max(errors) < 0.005
     assert np.ptp(np.array(feet), axis=0).max() < 0.002  # the feet did not slip
 
