@@ -38,7 +38,14 @@ class PandaLoop:
                 'command_joints': ARM,
             },
         )
-        controller = {'urdf_path': urdf, 'command_joints': ARM, 'task_names': list(tasks)}
+        # Sim time: the controller's stale-input watchdog must follow the lock-stepped clock,
+        # or a slow machine would see wall-clock timeouts and zero-torque commands.
+        controller = {
+            'urdf_path': urdf,
+            'command_joints': ARM,
+            'task_names': list(tasks),
+            'use_sim_time': True,
+        }
         controller['tasks'] = tasks
         self.controller = NodeProcess('wbc_controller', controller)
         self.probe = probe
