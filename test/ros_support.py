@@ -8,10 +8,8 @@ a condition holds or a timeout expires.
 from collections.abc import Callable
 import os
 from pathlib import Path
-import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -20,16 +18,9 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 import yaml
 
+from wbc_control.nodes.node_support import executable
 
-def executable(name: str) -> str:
-    """Path of an installed console script, next to the running interpreter first."""
-    candidate = Path(sys.executable).parent / name
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which(name)
-    if found is None:
-        raise FileNotFoundError(f'console script {name} is not installed')
-    return found
+__all__ = ['NodeProcess', 'RosProbe', 'executable', 'write_params']
 
 
 def write_params(node_name: str, parameters: dict) -> Path:

@@ -1,6 +1,8 @@
 """What every wbc_control node shares: the robot-model parameters and the main() wrapper."""
 
 from collections.abc import Callable
+from pathlib import Path
+import shutil
 import sys
 
 from rcl_interfaces.msg import ParameterDescriptor
@@ -88,3 +90,18 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
 def exit_with(code: int) -> None:
     """sys.exit for console-script entry points."""
     sys.exit(code)
+
+
+def executable(name: str) -> str:
+    """Path of an installed console script: next to this interpreter first, then on PATH.
+
+    Raises:
+        StartupError: the script is not installed.
+    """
+    candidate = Path(sys.executable).parent / name
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(name)
+    if found is None:
+        raise StartupError(f'{name} is not installed (pip install -e . or colcon build)')
+    return found
