@@ -583,9 +583,17 @@ class _DdsProbe:
         try:
             self._paced_sends(rate_hz, DDS_WARMUP_S)
             self._take_received()
-            cpu_0, wall_0 = process_cpu_seconds(pid), time.monotonic()
+            cpu_0, probe_0, wall_0 = (
+                process_cpu_seconds(pid),
+                time.process_time(),
+                time.monotonic(),
+            )
             sends = self._paced_sends(rate_hz, seconds)
-            cpu_1, wall_1 = process_cpu_seconds(pid), time.monotonic()
+            cpu_1, probe_1, wall_1 = (
+                process_cpu_seconds(pid),
+                time.process_time(),
+                time.monotonic(),
+            )
             time.sleep(min(0.5, 100.0 / rate_hz))  # the last commands in flight
         finally:
             stop.set()
@@ -594,6 +602,7 @@ class _DdsProbe:
         report['rate_hz'] = rate_hz
         report['achieved_rate_hz'] = len(sends) / (wall_1 - wall_0)
         report['controller_cpu_share'] = (cpu_1 - cpu_0) / (wall_1 - wall_0)
+        report['probe_cpu_share'] = (probe_1 - probe_0) / (wall_1 - wall_0)
         return report
 
     def _spin_while(self, stop: threading.Event) -> None:
@@ -941,14 +950,15 @@ def _dds_table(dds: dict | None) -> list[str]:
     lines = [
         'End to end over DDS (stamp -> command receipt, µs)',
         f'  {"rate":>6s} {"sent":>7s} {"missed":>7s} {"late":>6s} {"p50":>8s} {"p99":>8s} '
-        f'{"max":>9s} {"node CPU":>8s}',
+        f'{"max":>9s} {"node CPU":>8s} {"probe CPU":>9s}',
     ]
     for row in dds['rates'].values():
         latency = row['latency_us'] or {'median': math.nan, 'p99': math.nan, 'max': math.nan}
         lines.append(
             f'  {row["rate_hz"]:6.0f} {row["sent"]:7d} {row["missed"]:7d} '
             f'{row["late"]:6d} {latency["median"]:8.1f} {latency["p99"]:8.1f} '
-            f'{latency["max"]:9.1f} {100 * row["controller_cpu_share"]:7.1f}%'
+            f'{latency["max"]:9.1f} {100 * row["controller_cpu_share"]:7.1f}% '
+            f'{100 * row["probe_cpu_share"]:8.1f}%'
         )
     return [*lines, '']
 
