@@ -56,7 +56,9 @@ class PandaLoop:
         self.times: list[float] = []
         self.placements: list[pin.SE3] = []
         self.postures: list[np.ndarray] = []
-        probe.node.create_subscription(JointState, 'joint_states', self._on_state, 10)
+        self.subscription = probe.node.create_subscription(
+            JointState, 'joint_states', self._on_state, 10
+        )
 
     def _on_state(self, message: JointState) -> None:
         positions = np.asarray(message.position)[self.mapping.message_indices(message.name)]
@@ -67,6 +69,10 @@ class PandaLoop:
 
     def __enter__(self) -> 'PandaLoop':
         self.sim.__enter__()
+        # The loop starts as soon as the controller connects, and runs fast: make sure this
+        # probe already hears the simulator, or it would miss the beginning of the run.
+        heard = self.probe.spin_until(lambda: self.subscription.get_publisher_count() > 0, 30.0)
+        assert heard, self.sim.output()
         self.controller.__enter__()
         return self
 
