@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 import os
 from pathlib import Path
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from wbc_control.demo_report import DemoRecord, summarize, write_report
 from wbc_control.demo_scenarios import SCENARIOS, Scenario
 from wbc_control.example_robots import example_robot_urdf
 from wbc_control.exceptions import WbcError
+from wbc_control.nodes.node_support import executable
 from wbc_control.robot_model import JointStateMapping, RobotModel
 from wbc_control.robot_state import RobotState
 
@@ -59,17 +59,6 @@ class ManagedProcess:
     def tail(self, lines: int = 15) -> str:
         """The last lines of its output."""
         return '\n'.join(self.log.read_text(errors='replace').splitlines()[-lines:])
-
-
-def executable(name: str) -> str:
-    """An installed console script, next to this interpreter first."""
-    candidate = Path(sys.executable).parent / name
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which(name)
-    if found is None:
-        raise WbcError(f'{name} is not installed (pip install -e . or colcon build)')
-    return found
 
 
 def start_node(script: str, parameters: dict, directory: Path) -> ManagedProcess:
