@@ -187,16 +187,27 @@ def test_main_writes_every_section_to_json(tmp_path, capsys):
         assert row['value'] is None or math.isfinite(row['value'])
 
 
+def dds_rate(rate_hz: float) -> dict:
+    sends = [(0, 1_000), (0, 2_000_000)]
+    row = match_commands(sends, [(500_000, b'a')], {b'a': 0}, 1.0 / rate_hz)
+    row.update(rate_hz=rate_hz, controller_cpu_share=0.5, probe_cpu_share=0.25)
+    return row
+
+
 def test_report_formats_a_full_result(tmp_path):
+    rates = {'1000': dds_rate(1000.0), '500': dds_rate(500.0)}
     results = {
         'meta': {'machine': 'test machine', 'load_average_start': [0.0, 0.0, 0.0]},
         'tick': {'panda': measure_ticks(panda_scenario(), TICKS)},
-        'dds': {'status': 'skipped: wbc_controller not installed'},
+        'dds': {'status': 'ok', 'rates': rates, 'null_node_rates': rates},
         'conditioning': conditioning_section(
             chain_sizes=(4,), robot_names=(), repeats=5, swing_chains=(4,), swing_duration_s=0.05
         ),
     }
     results['targets'] = evaluate_targets(results)
     report = format_report(results)
-    for heading in ('Per tick', 'DDS: skipped', 'Conditioning diagnostics', "Seed 001's swing"):
+    for heading in ('Per tick', 'End to end', 'Conditioning diagnostics', "Seed 001's swing"):
         assert heading in report
+    statuses = {row['name']: row['status'] for row in results['targets']}
+    assert statuses['DDS 1 kHz latency p99'] == 'PASS'  # 499 µs
+    assert statuses['DDS 1 kHz missed'] == 'MISS'  # one state of two unanswered

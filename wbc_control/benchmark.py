@@ -35,7 +35,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
@@ -385,16 +384,24 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 class ControllerProcess:
-    """`wbc_controller` as a subprocess with a params file; a context manager."""
+    """A node under test as a subprocess, with its params file; a context manager.
 
-    def __init__(self, executable: str, parameters: dict, environment: dict[str, str]) -> None:
+    Args:
+        command: the node's command line, before `--ros-args`.
+        parameters: its `ros__parameters` (written to a params file), or None.
+        environment: the process environment (ROS domain and so on).
+    """
+
+    def __init__(
+        self, command: list[str], parameters: dict | None, environment: dict[str, str]
+    ) -> None:
         import yaml
 
         self._params = tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False)
         with self._params:
-            yaml.safe_dump({CONTROLLER_NODE: {'ros__parameters': parameters}}, self._params)
+            yaml.safe_dump({CONTROLLER_NODE: {'ros__parameters': parameters or {}}}, self._params)
         self._log = tempfile.NamedTemporaryFile('w+', suffix='.log', delete=False)
-        self._args = [executable, '--ros-args', '--params-file', self._params.name]
+        self._args = [*command, '--ros-args', '--params-file', self._params.name]
         self._environment = environment
         self.process: subprocess.Popen | None = None
 
@@ -429,6 +436,10 @@ def dds_benchmark(
 ) -> dict:
     """End-to-end latency through `wbc_controller` on loopback, one run per rate.
 
+    The same runs go first through a null node (`null_node_main`: one Float64MultiArray per
+    joint state, no computation, the same executor), whose figures are the floor that rclpy
+    and DDS set on this machine, as the Pinocchio floor is for the tick.
+
     Returns `{'status': 'skipped: ...'}` when the node or rclpy is not installed.
     """
     executable = controller_executable()
@@ -441,14 +452,66 @@ def dds_benchmark(
     domain_id = _free_domain_id() if domain_id is None else domain_id
     environment = dict(os.environ, ROS_DOMAIN_ID=str(domain_id))
     environment.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    robot = example_robot(robot_name)
-    parameters = dds_parameters(robot_name, params_path)
-    with ControllerProcess(executable, parameters, environment) as node_process:
-        try:
-            rates = _dds_runs(robot, node_process, seconds, rates_hz, domain_id)
-        except (TimeoutError, WbcError) as error:
-            return {'status': f'failed: {error}', 'controller_log': node_process.log_tail()}
-    return {'status': 'ok', 'domain_id': domain_id, 'seconds': seconds, 'rates': rates}
+    null_node = [
+        sys.executable,
+        '-c',
+        'from wbc_control.benchmark import null_node_main as m; m()',
+    ]
+    runs = {}
+    for name, command, parameters in (
+        ('null_node', null_node, None),
+        ('controller', [executable], dds_parameters(robot_name, params_path)),
+    ):
+        with ControllerProcess(command, parameters, environment) as node_process:
+            try:
+                runs[name] = _dds_runs(robot_name, node_process, seconds, rates_hz, domain_id)
+            except (TimeoutError, WbcError) as error:
+                return {'status': f'failed: {error}', 'controller_log': node_process.log_tail()}
+    return {
+        'status': 'ok',
+        'domain_id': domain_id,
+        'seconds': seconds,
+        'rates': runs['controller'],
+        'null_node_rates': runs['null_node'],
+    }
+
+
+def null_node_main() -> None:
+    """A node that answers every joint state with its positions and computes nothing.
+
+    Same topics, QoS and executor as `wbc_controller`; what it costs is rclpy and DDS alone.
+    """
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    rclpy.init(args=sys.argv)
+    node = rclpy_node(CONTROLLER_NODE, None)
+    command = Float64MultiArray()
+    publisher = node.create_publisher(
+        Float64MultiArray,
+        'effort_controller/commands',
+        QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE),
+    )
+
+    def answer(message: JointState) -> None:
+        command.data = message.position
+        publisher.publish(command)
+
+    node.create_subscription(
+        JointState,
+        'joint_states',
+        answer,
+        QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT),
+    )
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        rclpy.try_shutdown()
 
 
 def _free_domain_id() -> int:
@@ -457,7 +520,7 @@ def _free_domain_id() -> int:
 
 
 def _dds_runs(
-    robot: RobotModel,
+    robot_name: str,
     node_process: ControllerProcess,
     seconds: float,
     rates_hz: Sequence[float],
@@ -468,18 +531,125 @@ def _dds_runs(
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain_id)
     try:
-        probe = _DdsProbe(robot, context)
+        probe = _DdsProbe(example_robot(robot_name), context)
         try:
             probe.wait_for_controller(node_process)
             probe.fingerprint(node_process)
-            return {
-                str(int(rate)): probe.run(rate, seconds, node_process.process.pid)
-                for rate in rates_hz
-            }
+            with PacedPublisher(domain_id, robot_name) as publisher:
+                return {
+                    str(int(rate)): probe.run(publisher, rate, seconds, node_process.process.pid)
+                    for rate in rates_hz
+                }
         finally:
             probe.close()
     finally:
         rclpy.try_shutdown(context=context)
+
+
+def joint_state_messages(robot: RobotModel, message_type: type) -> list:
+    """The :data:`DDS_FINGERPRINTS` distinct joint states the DDS run cycles through."""
+    messages = []
+    for sample in random_samples(robot, DDS_FINGERPRINTS, seed=7):
+        message = message_type()
+        message.name = list(robot.joint_names)
+        message.position = sample.positions.tolist()
+        message.velocity = sample.velocities.tolist()
+        messages.append(message)
+    return messages
+
+
+def publish_stamped(publisher: object, message: object) -> int:
+    """Stamp `message` with the system time (ns, returned) and publish it."""
+    stamp = time.time_ns()
+    message.header.stamp.sec, message.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+    publisher.publish(message)
+    return stamp
+
+
+class PacedPublisher:
+    """A child process that publishes the joint states on a fixed-rate schedule.
+
+    Its own process, so that pacing never waits for the probe's callbacks (one GIL) and the
+    probe's executor never waits for the pacing. A late send never triggers a catch-up burst:
+    two sends are at least half a period apart, as from a robot driver whose cycle slipped
+    (a burst would make the node's depth-1 subscription drop states it never had a chance to
+    answer). Use as a context manager; :meth:`run` returns (state index, stamp ns) per send.
+    """
+
+    def __init__(self, domain_id: int, robot_name: str) -> None:
+        import multiprocessing
+
+        self._connection, child_connection = multiprocessing.Pipe()
+        self.process = multiprocessing.get_context('spawn').Process(
+            target=_paced_publisher_main,
+            args=(domain_id, robot_name, child_connection),
+            daemon=True,
+        )
+
+    def __enter__(self) -> 'PacedPublisher':
+        self.process.start()
+        if not self._connection.poll(DDS_STARTUP_TIMEOUT_S) or self._connection.recv() != 'ready':
+            raise TimeoutError('the joint-state publisher process did not connect')
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process.is_alive():
+            self._connection.send(None)
+            self.process.join(timeout=10.0)
+        if self.process.is_alive():
+            self.process.kill()
+
+    def start(self, rate_hz: float, seconds: float) -> None:
+        """Begin a run; poll :meth:`done` and fetch the sends with :meth:`sends`."""
+        self._connection.send((rate_hz, seconds))
+
+    def done(self) -> bool:
+        """Whether the current run has finished."""
+        return self._connection.poll()
+
+    def sends(self) -> list[tuple[int, int]]:
+        """(state index, stamp ns) of every send of the finished run."""
+        return self._connection.recv()
+
+
+def _paced_publisher_main(domain_id: int, robot_name: str, connection: object) -> None:
+    """Body of :class:`PacedPublisher`'s process: runs (rate, seconds) until sent None."""
+    import rclpy
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    try:
+        node = rclpy_node('wbc_bench_publisher', context)
+        publisher = node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
+        messages = joint_state_messages(example_robot(robot_name), JointState)
+        deadline = time.monotonic() + DDS_STARTUP_TIMEOUT_S
+        while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        connection.send('ready')
+        while (request := connection.recv()) is not None:
+            rate_hz, seconds = request
+            connection.send(_paced_sends(publisher, messages, rate_hz, seconds))
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
+def _paced_sends(
+    publisher: object, messages: list, rate_hz: float, seconds: float
+) -> list[tuple[int, int]]:
+    period = 1.0 / rate_hz
+    sends, next_send = [], time.monotonic()
+    end = next_send + seconds
+    while (now := time.monotonic()) < end:
+        if now < next_send:
+            time.sleep(next_send - now)
+            continue
+        index = len(sends) % len(messages)
+        sends.append((index, publish_stamped(publisher, messages[index])))
+        next_send = max(next_send + period, now + 0.5 * period)
+    return sends
 
 
 class _DdsProbe:
@@ -508,39 +678,21 @@ class _DdsProbe:
         self._node.create_subscription(
             Float64MultiArray, 'effort_controller/commands', self._on_command, command_qos
         )
-        self._messages = self._joint_states(robot, JointState)
+        self._messages = joint_state_messages(robot, JointState)
         self._fingerprints: dict[bytes, int] = {}
         self._received: list[tuple[int, bytes]] = []
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _joint_states(robot: RobotModel, message_type: type) -> list:
-        messages = []
-        for sample in random_samples(robot, DDS_FINGERPRINTS, seed=7):
-            message = message_type()
-            message.name = list(robot.joint_names)
-            message.position = sample.positions.tolist()
-            message.velocity = sample.velocities.tolist()
-            messages.append(message)
-        return messages
 
     def _on_command(self, message: object, info: dict) -> None:
         # The middleware's own receipt time (system clock, like the stamps), so that the
         # probe's executor delay is not counted; the callback time where it is not set.
         received = info.get('received_timestamp') or time.time_ns()
-        with self._lock:
-            self._received.append((received, message.data.tobytes()))
+        self._received.append((received, message.data.tobytes()))
 
     def _publish(self, index: int) -> int:
-        message = self._messages[index]
-        stamp = time.time_ns()
-        message.header.stamp.sec, message.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
-        self._publisher.publish(message)
-        return stamp
+        return publish_stamped(self._publisher, self._messages[index])
 
     def _take_received(self) -> list[tuple[int, bytes]]:
-        with self._lock:
-            received, self._received = self._received, []
+        received, self._received = self._received, []
         return received
 
     def _spin_until(self, done: Callable[[], bool], timeout_s: float) -> bool:
@@ -575,51 +727,34 @@ class _DdsProbe:
                 raise WbcError('two joint states gave the same command: cannot match commands')
             self._fingerprints[data] = index
 
-    def run(self, rate_hz: float, seconds: float, pid: int) -> dict:
-        """Publish at `rate_hz` for a warm-up and then `seconds`; match the commands."""
-        stop = threading.Event()
-        spinner = threading.Thread(target=self._spin_while, args=(stop,), daemon=True)
-        spinner.start()
-        try:
-            self._paced_sends(rate_hz, DDS_WARMUP_S)
-            self._take_received()
-            cpu_0, probe_0, wall_0 = (
-                process_cpu_seconds(pid),
-                time.process_time(),
-                time.monotonic(),
-            )
-            sends = self._paced_sends(rate_hz, seconds)
-            cpu_1, probe_1, wall_1 = (
-                process_cpu_seconds(pid),
-                time.process_time(),
-                time.monotonic(),
-            )
-            time.sleep(min(0.5, 100.0 / rate_hz))  # the last commands in flight
-        finally:
-            stop.set()
-            spinner.join()
+    def run(self, publisher: PacedPublisher, rate_hz: float, seconds: float, pid: int) -> dict:
+        """Have `publisher` send at `rate_hz` (warm-up, then `seconds`); match the commands."""
+        self._publish_from(publisher, rate_hz, DDS_WARMUP_S)
+        self._take_received()
+        cpu_0, probe_0, wall_0 = process_cpu_seconds(pid), time.process_time(), time.monotonic()
+        publisher_0 = process_cpu_seconds(publisher.process.pid)
+        sends = self._publish_from(publisher, rate_hz, seconds)
+        cpu_1, probe_1, wall_1 = process_cpu_seconds(pid), time.process_time(), time.monotonic()
+        publisher_1 = process_cpu_seconds(publisher.process.pid)
+        self._spin_until(lambda: False, min(0.5, 100.0 / rate_hz))  # commands still in flight
         report = match_commands(sends, self._take_received(), self._fingerprints, 1 / rate_hz)
+        intervals_ns = np.diff([stamp for _, stamp in sends])
+        wall = wall_1 - wall_0
         report['rate_hz'] = rate_hz
-        report['achieved_rate_hz'] = len(sends) / (wall_1 - wall_0)
-        report['controller_cpu_share'] = (cpu_1 - cpu_0) / (wall_1 - wall_0)
-        report['probe_cpu_share'] = (probe_1 - probe_0) / (wall_1 - wall_0)
+        report['achieved_rate_hz'] = len(sends) / wall
+        report['send_interval_us'] = summary_us(intervals_ns) if intervals_ns.size else None
+        report['controller_cpu_share'] = (cpu_1 - cpu_0) / wall
+        report['probe_cpu_share'] = (probe_1 - probe_0 + publisher_1 - publisher_0) / wall
         return report
 
-    def _spin_while(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self._executor.spin_once(timeout_sec=0.01)
-
-    def _paced_sends(self, rate_hz: float, seconds: float) -> list[tuple[int, int]]:
-        """(state index, stamp ns) of every send, on an absolute schedule."""
-        period, count = 1.0 / rate_hz, int(round(seconds * rate_hz))
-        sends, start = [], time.monotonic()
-        for number in range(count):
-            delay = start + number * period - time.monotonic()
-            if delay > 0.0:
-                time.sleep(delay)
-            index = number % len(self._messages)
-            sends.append((index, self._publish(index)))
-        return sends
+    def _publish_from(
+        self, publisher: PacedPublisher, rate_hz: float, seconds: float
+    ) -> list[tuple[int, int]]:
+        """Receive commands while the publisher process runs; its sends."""
+        publisher.start(rate_hz, seconds)
+        while not publisher.done():
+            self._executor.spin_once(timeout_sec=0.005)
+        return publisher.sends()
 
     def close(self) -> None:
         """Destroy the probe node."""
@@ -948,19 +1083,23 @@ def _dds_table(dds: dict | None) -> list[str]:
     if dds['status'] != 'ok':
         return [f'DDS: {dds["status"]}', '']
     lines = [
-        'End to end over DDS (stamp -> command receipt, µs)',
-        f'  {"rate":>6s} {"sent":>7s} {"missed":>7s} {"late":>6s} {"p50":>8s} {"p99":>8s} '
-        f'{"max":>9s} {"node CPU":>8s} {"probe CPU":>9s}',
+        'End to end over DDS (stamp -> command receipt, µs; null node = rclpy + DDS alone)',
+        f'  {"node":10s} {"rate":>6s} {"sent":>7s} {"missed":>7s} {"late":>6s} {"p50":>8s} '
+        f'{"p99":>8s} {"max":>9s} {"node CPU":>8s} {"probe CPU":>9s}',
     ]
-    for row in dds['rates'].values():
-        latency = row['latency_us'] or {'median': math.nan, 'p99': math.nan, 'max': math.nan}
-        lines.append(
-            f'  {row["rate_hz"]:6.0f} {row["sent"]:7d} {row["missed"]:7d} '
-            f'{row["late"]:6d} {latency["median"]:8.1f} {latency["p99"]:8.1f} '
-            f'{latency["max"]:9.1f} {100 * row["controller_cpu_share"]:7.1f}% '
-            f'{100 * row["probe_cpu_share"]:8.1f}%'
-        )
+    for node, key in (('null node', 'null_node_rates'), ('controller', 'rates')):
+        for row in dds.get(key, {}).values():
+            lines.append(f'  {node:10s} {_dds_row(row)}')
     return [*lines, '']
+
+
+def _dds_row(row: dict) -> str:
+    latency = row['latency_us'] or {'median': math.nan, 'p99': math.nan, 'max': math.nan}
+    return (
+        f'{row["rate_hz"]:6.0f} {row["sent"]:7d} {row["missed"]:7d} {row["late"]:6d} '
+        f'{latency["median"]:8.1f} {latency["p99"]:8.1f} {latency["max"]:9.1f} '
+        f'{100 * row["controller_cpu_share"]:7.1f}% {100 * row["probe_cpu_share"]:8.1f}%'
+    )
 
 
 def _conditioning_table(conditioning: dict | None) -> list[str]:
