@@ -419,7 +419,9 @@ class ControllerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        Path(self._params.name).unlink(missing_ok=True)
+        self._log.close()
+        for path in (self._params.name, self._log.name):
+            Path(path).unlink(missing_ok=True)
 
     def log_tail(self, lines: int = 20) -> str:
         """The last lines of the node's output."""
