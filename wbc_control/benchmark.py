@@ -1,7 +1,7 @@
 """`wbc_bench`: how fast is the controller on this machine, and where does the time go.
 
 One run measures three things, so that their ratios are meaningful on a noisy machine
-(issue 7; the JSON keys are documented in docs/readme_performance.md):
+(issue 7; the JSON keys are documented in the README, section "Performance"):
 
 1. **Tick**: the core's per-tick cost, joint state in numpy -> torque out (no ROS):
    `RobotModel.configuration / velocity`, `RobotState.update`, `PrioritizedController.compute`,
