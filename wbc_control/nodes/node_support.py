@@ -4,12 +4,15 @@ from collections.abc import Callable
 from pathlib import Path
 import shutil
 import sys
+import time
 
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
 
 from wbc_control.exceptions import ModelError, WbcError
 from wbc_control.robot_model import RobotModel
@@ -28,8 +31,13 @@ def declare_read_only(node: Node, name: str, default, description: str):
 def load_robot_model(node: Node) -> RobotModel:
     """Robot model from `robot_description` (URDF XML) or `urdf_path`, plus `floating_base`.
 
+    With both empty and `robot_description_topic` set, the URDF is read from that topic
+    (std_msgs/String, transient local: what robot_state_publisher publishes), waiting up to
+    `robot_description_timeout` s. The URDF text used is kept in `node.robot_description_xml`
+    ('' when it came from `urdf_path`).
+
     Raises:
-        StartupError: neither parameter is set, or the model cannot be built.
+        StartupError: no model source is set, or the model cannot be built.
     """
     description = declare_read_only(
         node, 'robot_description', '', 'URDF XML of the robot (the ROS convention)'
@@ -40,6 +48,19 @@ def load_robot_model(node: Node) -> RobotModel:
     floating_base = declare_read_only(
         node, 'floating_base', False, 'true: the root link is a free-flyer (legged robots)'
     )
+    topic = declare_read_only(
+        node,
+        'robot_description_topic',
+        '',
+        'read the URDF from this topic (std_msgs/String, transient local) when '
+        'robot_description and urdf_path are empty',
+    )
+    timeout_s = declare_read_only(
+        node, 'robot_description_timeout', 10.0, 'seconds to wait for robot_description_topic'
+    )
+    if not description and not path and topic:
+        description = _wait_for_description(node, topic, float(timeout_s))
+    node.robot_description_xml = description
     try:
         if description:
             return RobotModel.from_urdf_string(description, floating_base)
@@ -49,7 +70,30 @@ def load_robot_model(node: Node) -> RobotModel:
         raise StartupError(f'cannot load the robot model: {error}') from error
     raise StartupError(
         "no robot model: set parameter 'robot_description' (URDF XML) or 'urdf_path' (a URDF file)"
+        ' (or robot_description_topic)'
     )
+
+
+def _wait_for_description(node: Node, topic: str, timeout_s: float) -> str:
+    """The first URDF published on `topic`, e.g. robot_state_publisher's robot_description."""
+    received: list[str] = []
+    qos = QoSProfile(
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    subscription = node.create_subscription(
+        String, topic, lambda message: received.append(message.data), qos
+    )
+    deadline = time.monotonic() + timeout_s
+    while not received and time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.1)
+    node.destroy_subscription(subscription)
+    if not received:
+        raise StartupError(
+            f"no URDF on '{topic}' within {timeout_s:g} s (parameter robot_description_topic)"
+        )
+    return received[0]
 
 
 def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = None) -> int:

@@ -188,7 +188,7 @@ class SimNode(Node):
         super().destroy_node()
 
     def _build_simulation(self, robot: RobotModel) -> MujocoSimulation:
-        description = self.get_parameter('robot_description').value
+        description = self.robot_description_xml  # set by load_robot_model
         path = self.get_parameter('urdf_path').value
         urdf_xml = description or Path(path).read_text()
         directory = Path.cwd() if description else Path(path).resolve().parent
