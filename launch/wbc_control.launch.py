@@ -3,7 +3,8 @@
     ros2 launch wbc_control wbc_control.launch.py urdf_path:=/path/robot.urdf \
         controller_params:=/path/my_controller.yaml
 
-The robot model comes from `robot_description` (URDF XML, e.g. from xacro) or `urdf_path`.
+The robot model comes from `robot_description` (URDF XML, e.g. from xacro), `urdf_path`, or
+`robot_description_topic` (e.g. /robot_description, published by robot_state_publisher).
 Both nodes publish on relative topics, so `namespace:=` and remappings work as usual.
 """
 
@@ -25,6 +26,12 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             'robot_description', default_value='', description='URDF XML (overrides urdf_path)'
         ),
+        DeclareLaunchArgument(
+            'robot_description_topic',
+            default_value='',
+            description='with urdf_path and robot_description empty: read the URDF from this '
+            'topic, e.g. /robot_description of robot_state_publisher',
+        ),
         DeclareLaunchArgument('floating_base', default_value='false'),
         DeclareLaunchArgument(
             'controller_params',
@@ -44,6 +51,7 @@ def generate_launch_description() -> LaunchDescription:
         'robot_description': ParameterValue(
             LaunchConfiguration('robot_description'), value_type=str
         ),
+        'robot_description_topic': LaunchConfiguration('robot_description_topic'),
         'floating_base': ParameterValue(LaunchConfiguration('floating_base'), value_type=bool),
         'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool),
     }
