@@ -22,6 +22,28 @@ class JointStateRejected(WbcError):
         super().__init__(f'{reason}: {detail}')
 
 
+class StampOrder:
+    """Admits strictly increasing message stamps; 0 (an unstamped publisher) is always admitted."""
+
+    def __init__(self) -> None:
+        self._last_stamp_s = -np.inf
+
+    def reset(self) -> None:
+        """Forget the last admitted stamp (e.g. after a simulation reset)."""
+        self._last_stamp_s = -np.inf
+
+    def admit(self, stamp_s: float) -> str | None:
+        """Record `stamp_s` and return None, or return why it is out of order (not recorded)."""
+        if stamp_s == 0.0:
+            return None
+        if stamp_s <= self._last_stamp_s:
+            return (
+                f'stamp {stamp_s:.6f} s is not after the last accepted {self._last_stamp_s:.6f} s'
+            )
+        self._last_stamp_s = stamp_s
+        return None
+
+
 class JointSample(NamedTuple):
     """Joint positions and velocities in actuated-joint order, with their stamp (s)."""
 
@@ -39,11 +61,11 @@ class JointStateDecoder:
 
     def __init__(self, robot: RobotModel) -> None:
         self._mapping = JointStateMapping(robot)
-        self._last_stamp_s = -np.inf
+        self._order = StampOrder()
 
     def reset(self) -> None:
         """Forget the last accepted stamp (e.g. after a simulation reset)."""
-        self._last_stamp_s = -np.inf
+        self._order.reset()
 
     def decode(
         self,
@@ -73,12 +95,7 @@ class JointStateDecoder:
         joint_velocities = np.asarray(velocities, dtype=float)[index]
         if not (np.isfinite(joint_positions).all() and np.isfinite(joint_velocities).all()):
             raise JointStateRejected('non_finite', 'NaN or Inf in positions or velocities')
-        if stamp_s != 0.0:
-            if stamp_s <= self._last_stamp_s:
-                raise JointStateRejected(
-                    'out_of_order',
-                    f'stamp {stamp_s:.6f} s is not after the last accepted '
-                    f'{self._last_stamp_s:.6f} s',
-                )
-            self._last_stamp_s = stamp_s
+        out_of_order = self._order.admit(stamp_s)
+        if out_of_order:
+            raise JointStateRejected('out_of_order', out_of_order)
         return JointSample(joint_positions, joint_velocities, stamp_s)

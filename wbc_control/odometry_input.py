@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control.exceptions import InvalidValue, WbcError
-from wbc_control.joint_state_input import JointSample
+from wbc_control.joint_state_input import JointSample, StampOrder
 
 ODOM_PAIRINGS = ('latest', 'stamp')
 #: A base orientation quaternion is accepted when |‖q‖ − 1| is at most this (then normalised).
@@ -59,7 +59,7 @@ class OdometryDecoder:
     def __init__(self, world_frame: str, base_frame: str) -> None:
         self._frames = ('', world_frame)
         self._child_frames = ('', base_frame)
-        self._last_stamp_s = -math.inf
+        self._order = StampOrder()
 
     def decode(
         self,
@@ -93,14 +93,9 @@ class OdometryDecoder:
             pose[3:] = unit_quaternion(pose[3:])
         except InvalidValue as error:
             raise OdometryRejected('quaternion', str(error)) from error
-        if stamp_s != 0.0:
-            if stamp_s <= self._last_stamp_s:
-                raise OdometryRejected(
-                    'out_of_order',
-                    f'stamp {stamp_s:.6f} s is not after the last accepted '
-                    f'{self._last_stamp_s:.6f} s',
-                )
-            self._last_stamp_s = stamp_s
+        out_of_order = self._order.admit(stamp_s)
+        if out_of_order:
+            raise OdometryRejected('out_of_order', out_of_order)
         return BaseSample(pose, twist, stamp_s)
 
 
