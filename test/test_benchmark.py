@@ -7,18 +7,17 @@ import pytest
 import yaml
 
 from wbc_control import benchmark
-from wbc_control.benchmark import (
-    TARGETS,
+from wbc_control.benchmark import dds
+from wbc_control.benchmark.conditioning_cost import conditioning_section
+from wbc_control.benchmark.dds import match_commands
+from wbc_control.benchmark.report import TARGETS, evaluate_targets, format_report
+from wbc_control.benchmark.scenarios import (
     Scenario,
-    conditioning_section,
     config_scenario,
-    evaluate_targets,
-    format_report,
-    match_commands,
-    measure_ticks,
     panda_scenario,
     talos_scenario,
 )
+from wbc_control.benchmark.tick import measure_ticks
 
 TICKS = 200
 TICK_KEYS = {
@@ -146,10 +145,8 @@ def test_commands_are_matched_to_the_state_they_answer():
 
 
 def test_dds_is_skipped_without_the_controller_node(monkeypatch):
-    monkeypatch.setattr(benchmark, 'controller_executable', lambda: None)
-    assert benchmark.dds_benchmark(seconds=0.1) == {
-        'status': 'skipped: wbc_controller not installed'
-    }
+    monkeypatch.setattr(dds, 'controller_executable', lambda: None)
+    assert dds.dds_benchmark(seconds=0.1) == {'status': 'skipped: wbc_controller not installed'}
 
 
 def test_targets_pass_miss_or_skip():

@@ -1,0 +1,146 @@
+"""The command line of `wbc_bench`: arguments, the measurements they ask for, the output.
+
+The JSON document (every figure, with a description of the machine) is written with --json;
+the tables go to stdout.
+"""
+
+import argparse
+from collections.abc import Sequence
+import datetime
+import json
+import os
+from pathlib import Path
+import platform
+import sys
+
+import numpy as np
+import pinocchio as pin
+
+from wbc_control.benchmark.conditioning_cost import conditioning_section
+from wbc_control.benchmark.dds import DEFAULT_DDS_SECONDS, dds_benchmark
+from wbc_control.benchmark.report import evaluate_targets, format_report
+from wbc_control.benchmark.scenarios import BUILT_IN_SCENARIOS, Scenario, config_scenario
+from wbc_control.benchmark.tick import DEFAULT_TICKS, measure_ticks
+from wbc_control.example_robots import EXAMPLE_ROBOTS
+from wbc_control.exceptions import ModelError, WbcError
+
+BLAS_THREAD_VARIABLES = ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')
+
+
+def machine_description() -> dict:
+    """What the figures depend on: CPU, Python, library versions, load, BLAS threads."""
+    return {
+        'machine': f'{platform.machine()} {os.cpu_count()} CPUs ({_cpu_model()})',
+        'python': platform.python_version(),
+        'numpy': np.__version__,
+        'pinocchio': pin.__version__,
+        'blas_threads': {name: os.environ.get(name) for name in BLAS_THREAD_VARIABLES},
+        'load_average_start': [round(value, 2) for value in os.getloadavg()],
+        'started': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or 'unknown CPU'
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line of `wbc_bench`."""
+    parser = argparse.ArgumentParser(
+        prog='wbc_bench',
+        description='Per-tick cost, DDS latency and conditioning-estimator cost, with targets.',
+    )
+    parser.add_argument(
+        '--config',
+        nargs='+',
+        type=Path,
+        default=[],
+        metavar='YAML',
+        help='controller params files to time (default: built-in Panda and Talos scenarios)',
+    )
+    parser.add_argument(
+        '--robot',
+        action='append',
+        choices=sorted(EXAMPLE_ROBOTS),
+        help='built-in scenario(s) to time (panda, talos), or the robot of a '
+        '--config file without urdf_path',
+    )
+    parser.add_argument('--ticks', type=int, default=DEFAULT_TICKS)
+    parser.add_argument('--json', type=Path, help='write every figure to this file')
+    parser.add_argument('--plot', type=Path, help='conditioning plot (PNG)')
+    parser.add_argument('--dds-seconds', type=float, default=DEFAULT_DDS_SECONDS)
+    parser.add_argument('--skip-dds', action='store_true')
+    parser.add_argument('--skip-conditioning', action='store_true')
+    parser.add_argument(
+        '--domain-id', type=int, help='ROS domain of the DDS run (default: random)'
+    )
+    arguments = parser.parse_args(argv)
+    if arguments.ticks < 1:
+        parser.error('--ticks must be >= 1')
+    return arguments
+
+
+def scenarios_from(arguments: argparse.Namespace) -> list[Scenario]:
+    """Config files if given, else the built-in scenarios of --robot (default: all)."""
+    if arguments.config:
+        robot_name = arguments.robot[0] if arguments.robot else None
+        return [config_scenario(path, robot_name) for path in arguments.config]
+    names = arguments.robot or list(BUILT_IN_SCENARIOS)
+    unknown = [name for name in names if name not in BUILT_IN_SCENARIOS]
+    if unknown:
+        raise ModelError(f'no built-in scenario for {unknown}; give a --config file')
+    return [BUILT_IN_SCENARIOS[name]() for name in names]
+
+
+def run(arguments: argparse.Namespace) -> dict:
+    """Every measurement the arguments ask for, as the JSON document."""
+    results: dict = {'meta': machine_description()}
+    results['meta']['ticks'] = arguments.ticks
+    results['tick'] = {
+        scenario.name: measure_ticks(scenario, arguments.ticks)
+        for scenario in scenarios_from(arguments)
+    }
+    if not arguments.skip_dds:
+        results['dds'] = dds_benchmark(arguments.dds_seconds, domain_id=arguments.domain_id)
+    if not arguments.skip_conditioning:
+        results['conditioning'] = conditioning_section(plot_path=arguments.plot)
+    results['meta']['load_average_end'] = [round(value, 2) for value in os.getloadavg()]
+    results['targets'] = evaluate_targets(results)
+    return results
+
+
+def single_threaded_blas(argv: Sequence[str]) -> None:
+    """Re-run this process with single-threaded BLAS unless the user chose a thread count.
+
+    Multithreaded OpenBLAS on these small matrices adds millisecond tails (threads woken for
+    a 38×38 product on a loaded machine); a real-time controller runs with one BLAS thread.
+    The variables must be set before numpy loads, hence the re-exec.
+    """
+    if any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+        return
+    environment = dict(os.environ, **dict.fromkeys(BLAS_THREAD_VARIABLES, '1'))
+    os.execve(sys.executable, [sys.executable, '-m', 'wbc_control.benchmark', *argv], environment)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script `wbc_bench` (called with `argv`, it runs in this process as it is)."""
+    if argv is None:
+        argv = sys.argv[1:]
+        parse_arguments(argv)  # --help and usage errors before the re-exec
+        single_threaded_blas(argv)
+    arguments = parse_arguments(argv)
+    try:
+        results = run(arguments)
+    except WbcError as error:
+        print(f'wbc_bench: {error}', file=sys.stderr)
+        return 1
+    print(format_report(results))
+    if arguments.json is not None:
+        arguments.json.write_text(json.dumps(results, indent=2) + '\n')
+    return 0

@@ -1,0 +1,133 @@
+"""Per-tick cost of the core against the Pinocchio floor (no ROS).
+
+The core's per-tick cost, joint state in numpy -> torque out:
+`RobotModel.configuration / velocity`, `RobotState.update`, `PrioritizedController.compute`,
+over a pool of random configurations and velocities. Interleaved with every tick, the same
+sample goes through the unavoidable Pinocchio floor (crba + nonLinearEffects +
+computeJointJacobians + updateFramePlacements, + the COM Jacobian when a task uses the COM),
+so that tick / floor does not depend on how loaded the machine is.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+import gc
+import time
+
+import numpy as np
+import pinocchio as pin
+
+from wbc_control.benchmark.scenarios import Scenario
+from wbc_control.robot_model import RobotModel
+from wbc_control.robot_state import RobotState
+
+DEFAULT_TICKS = 5000
+WARMUP_TICKS = 200
+INPUT_POOL_SIZE = 256
+JOINT_SPEED_RAD_S = 0.5  # standard deviation of the random joint velocities
+BASE_SPEED = 0.2  # m/s and rad/s, standard deviation of the random base twist
+BASE_POSITION_RANGE_M = 1.0
+
+
+@dataclass(frozen=True)
+class JointStateSample:
+    """One input sample in the node's terms: joint state (+ base pose and twist)."""
+
+    positions: np.ndarray  # (n_act,)
+    velocities: np.ndarray  # (n_act,)
+    base_pose: np.ndarray | None  # (7,) xyz + quaternion xyzw
+    base_twist: np.ndarray | None  # (6,)
+
+
+def random_samples(robot: RobotModel, count: int, seed: int) -> list[JointStateSample]:
+    """Random configurations within the joint limits and random velocities."""
+    rng = np.random.default_rng(seed)
+    pin.seed(seed)
+    lower = robot.model.lowerPositionLimit.copy()
+    upper = robot.model.upperPositionLimit.copy()
+    if robot.floating_base:
+        lower[:3], upper[:3] = -BASE_POSITION_RANGE_M, BASE_POSITION_RANGE_M
+    samples = []
+    for _ in range(count):
+        q = pin.randomConfiguration(robot.model, lower, upper)
+        base = robot.floating_base
+        samples.append(
+            JointStateSample(
+                robot.joint_positions(q),
+                JOINT_SPEED_RAD_S * rng.standard_normal(robot.n_actuated),
+                q[:7].copy() if base else None,
+                BASE_SPEED * rng.standard_normal(6) if base else None,
+            )
+        )
+    return samples
+
+
+def pinocchio_floor(robot: RobotModel, uses_com: bool) -> Callable[[np.ndarray, np.ndarray], None]:
+    """The Pinocchio work no controller of this robot can avoid, on its own Data."""
+    model, data = robot.model, robot.model.createData()
+
+    def floor(q: np.ndarray, v: np.ndarray) -> None:
+        pin.crba(model, data, q)
+        pin.nonLinearEffects(model, data, q, v)
+        pin.computeJointJacobians(model, data, q)
+        pin.updateFramePlacements(model, data)
+        if uses_com:
+            pin.jacobianCenterOfMass(model, data, False)
+
+    return floor
+
+
+def summary_us(durations_ns: Sequence[float]) -> dict[str, float]:
+    """Median, p99 and max of durations given in ns, in µs."""
+    values = np.asarray(durations_ns, dtype=float) * 1e-3
+    return {
+        'median': float(np.median(values)),
+        'p99': float(np.percentile(values, 99)),
+        'max': float(values.max()),
+    }
+
+
+def measure_ticks(scenario: Scenario, ticks: int = DEFAULT_TICKS, seed: int = 0) -> dict:
+    """Time `ticks` controller ticks and as many floor evaluations, interleaved.
+
+    Wall-clock (`perf_counter_ns`) is what the targets use; thread CPU time is reported too,
+    since it stays meaningful when other processes take the CPU away.
+    """
+    robot, controller = scenario.robot, scenario.controller
+    state = RobotState(robot)
+    floor = pinocchio_floor(robot, scenario.uses_com)
+    samples = random_samples(robot, INPUT_POOL_SIZE, seed)
+    q, v = np.empty(robot.nq), np.empty(robot.nv)
+    wall, cpu = time.perf_counter_ns, time.thread_time_ns
+    records = np.empty((ticks, 4))  # wall tick, wall floor, cpu tick, cpu floor (ns)
+    gc.collect()
+    for index in range(-WARMUP_TICKS, ticks):
+        sample = samples[index % len(samples)]
+        wall_0, cpu_0 = wall(), cpu()
+        robot.configuration(sample.positions, sample.base_pose, out=q)
+        robot.velocity(sample.velocities, sample.base_twist, out=v)
+        state.update(q, v)
+        controller.compute(state)
+        wall_1, cpu_1 = wall(), cpu()
+        floor(q, v)
+        wall_2, cpu_2 = wall(), cpu()
+        if index >= 0:
+            records[index] = (wall_1 - wall_0, wall_2 - wall_1, cpu_1 - cpu_0, cpu_2 - cpu_1)
+    tick_us, floor_us = summary_us(records[:, 0]), summary_us(records[:, 1])
+    tick_cpu_us, floor_cpu_us = summary_us(records[:, 2]), summary_us(records[:, 3])
+    return {
+        'robot': robot.name,
+        'source': scenario.source,
+        'nv': robot.nv,
+        'tasks': [
+            {'name': entry.name, 'type': type(entry.task).__name__, 'priority': entry.priority}
+            for entry in controller.entries
+        ],
+        'contacts': [contact.frame for contact in controller.contacts],
+        'ticks': ticks,
+        'tick_us': tick_us,
+        'floor_us': floor_us,
+        'ratio': tick_us['median'] / floor_us['median'],
+        'tick_cpu_us': tick_cpu_us,
+        'floor_cpu_us': floor_cpu_us,
+        'ratio_cpu': tick_cpu_us['median'] / floor_cpu_us['median'],
+    }
