@@ -35,6 +35,7 @@ from wbc_control.robot_model import JointStateMapping, RobotModel
 from wbc_control.robot_state import RobotState
 
 STALL_TIMEOUT_S = 20.0
+QUEUE_DEPTH = 100
 TARGET_PERIOD_S = 0.01
 
 
@@ -93,11 +94,16 @@ class DemoMonitor(Node):
         )
         self._joints: tuple[float, np.ndarray] | None = None  # (stamp, positions)
         self._base: tuple[float, np.ndarray] | None = None  # (stamp, pose xyz + xyzw)
-        self.create_subscription(JointState, 'joint_states', self._on_joint_state, 10)
+        # Configurations are only stored here; forward kinematics runs after the run (and for
+        # the progress line), so the callbacks stay cheap and the targets go out on time.
+        self._configurations: list[np.ndarray] = []
+        self._joint_states = self.create_subscription(
+            JointState, 'joint_states', self._on_joint_state, QUEUE_DEPTH
+        )
         if robot.floating_base:
-            self.create_subscription(Odometry, 'odom', self._on_odometry, 10)
+            self.create_subscription(Odometry, 'odom', self._on_odometry, QUEUE_DEPTH)
         self.create_subscription(
-            Float64MultiArray, 'effort_controller/commands', self._on_command, 10
+            Float64MultiArray, 'effort_controller/commands', self._on_command, QUEUE_DEPTH
         )
         self.create_subscription(Float64, '/wbc_diagnostics/condition_number', self._on_kappa, 10)
         self.create_subscription(
@@ -130,14 +136,26 @@ class DemoMonitor(Node):
         self._joints = None
         self.sim_time = stamp
         self.last_state_wall = time.monotonic()
-        q = self.robot.configuration(positions, base_pose)
-        self.state.update(q, np.zeros(self.robot.nv))
-        hand = self.state.frame_placement(self.frame_id).translation
-        error = np.linalg.norm(self.scenario.target(self.sim_time) - hand)
-        self.record.time.append(self.sim_time)
-        self.record.tracking_error.append(float(error))
         if self.sim_time >= self._next_target:
             self._publish_target()
+        self.record.time.append(self.sim_time)
+        self._configurations.append(self.robot.configuration(positions, base_pose))
+
+    def joint_state_publishers(self) -> int:
+        """How many publishers the joint_states subscription has matched."""
+        return self._joint_states.get_publisher_count()
+
+    def tracking_error(self, index: int) -> float:
+        """Distance (m) from the tracked frame to the target at recorded sample `index`."""
+        self.state.update(self._configurations[index], np.zeros(self.robot.nv))
+        hand = self.state.frame_placement(self.frame_id).translation
+        return float(np.linalg.norm(self.scenario.target(self.record.time[index]) - hand))
+
+    def finish_record(self) -> DemoRecord:
+        """The record with the tracking error of every sample filled in."""
+        count = len(self._configurations)
+        self.record.tracking_error = [self.tracking_error(i) for i in range(count)]
+        return self.record
 
     def _publish_target(self) -> None:
         message = PointStamped()
@@ -188,23 +206,30 @@ def run(arguments: argparse.Namespace) -> int:
     output.mkdir(parents=True, exist_ok=True)
     viewer = not arguments.headless and bool(os.environ.get('DISPLAY'))
     print(f'wbc_demo: {scenario.description}; output in {output}/', flush=True)
-    processes = [
-        start_node('wbc_sim', {**model_parameters, **scenario.sim, 'viewer': viewer}, output),
-        start_node(
-            'wbc_controller',
-            {**model_parameters, **scenario.controller, 'use_sim_time': True},
-            output,
-        ),
-        start_node(
-            'wbc_diagnostics',
-            {**model_parameters, **scenario.diagnostics, 'use_sim_time': True},
-            output,
-        ),
-    ]
     rclpy.init()
     monitor = DemoMonitor(scenario, robot)
+    processes = [
+        start_node('wbc_sim', {**model_parameters, **scenario.sim, 'viewer': viewer}, output)
+    ]
     try:
-        completed = _spin(monitor, processes, arguments.duration)
+        # The lock-stepped loop starts as soon as the controller connects and runs fast: the
+        # monitor must hear the simulator first, or it would miss the start and move the
+        # target late (a jump the controller would then have to catch up with).
+        completed = _wait_for_simulator(monitor, processes[0])
+        if completed:
+            processes += [
+                start_node(
+                    'wbc_controller',
+                    {**model_parameters, **scenario.controller, 'use_sim_time': True},
+                    output,
+                ),
+                start_node(
+                    'wbc_diagnostics',
+                    {**model_parameters, **scenario.diagnostics, 'use_sim_time': True},
+                    output,
+                ),
+            ]
+            completed = _spin(monitor, processes, arguments.duration)
     except (KeyboardInterrupt, ExternalShutdownException):
         completed = False
     finally:
@@ -213,11 +238,23 @@ def run(arguments: argparse.Namespace) -> int:
         monitor.destroy_node()
         rclpy.try_shutdown()
     print()
-    summary = summarize(monitor.record, settle_s=2.0)
-    png = write_report(monitor.record, summary, scenario.description, output)
+    record = monitor.finish_record()
+    summary = summarize(record, settle_s=2.0)
+    png = write_report(record, summary, scenario.description, output)
     print((output / 'summary.txt').read_text(), end='')
     print(f'wbc_demo: wrote {png} and {output / "summary.txt"}')
     return 0 if completed else 1
+
+
+def _wait_for_simulator(monitor: DemoMonitor, sim: ManagedProcess) -> bool:
+    """Spin until the monitor's joint_states subscription has matched the simulator."""
+    deadline = time.monotonic() + STALL_TIMEOUT_S
+    while monitor.joint_state_publishers() == 0:
+        rclpy.spin_once(monitor, timeout_sec=0.05)
+        if sim.process.poll() is not None or time.monotonic() > deadline:
+            print(f'wbc_demo: wbc_sim did not come up; its last output:\n{sim.tail()}')
+            return False
+    return True
 
 
 def _spin(monitor: DemoMonitor, processes: list[ManagedProcess], duration: float) -> bool:
@@ -234,7 +271,7 @@ def _spin(monitor: DemoMonitor, processes: list[ManagedProcess], duration: float
             return False
         if monitor.sim_time - last_print >= 0.5:
             last_print = monitor.sim_time
-            error = monitor.record.tracking_error[-1] if monitor.record.tracking_error else 0.0
+            error = monitor.tracking_error(-1) if monitor.record.time else 0.0
             kappa = monitor.record.kappa[-1] if monitor.record.kappa else float('nan')
             print(
                 f'\r  t = {monitor.sim_time:5.2f} / {duration:.1f} s   '
