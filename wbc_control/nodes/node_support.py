@@ -125,10 +125,23 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         if rclpy.ok():
             raise
     finally:
+        _shut_down(node)
+    return 0
+
+
+def _shut_down(node: Node | None) -> None:
+    """Destroy the node and shut rclpy down, tolerating a signal handler that got there first.
+
+    On Jazzy, SIGINT / SIGTERM shut the context down from the signal handler; `try_shutdown`
+    can then race it and raise "rcl_shutdown already called".
+    """
+    try:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    except rclpy_implementation.RCLError:
+        if rclpy.ok():
+            raise
 
 
 def exit_with(code: int) -> None:
