@@ -11,11 +11,11 @@ import numpy.typing as npt
 
 from wbc_control.robot_model import RobotModel
 from wbc_control.robot_state import RobotState
-from wbc_control.tasks.frame_position import LinearReference
+from wbc_control.tasks.frame_position import LinearReference, LinearTarget
 from wbc_control.tasks.task import PDGains, Task, TaskTerms
 
 
-class ComTask(Task):
+class ComTask(LinearTarget, Task):
     """Drive the centre of mass to a target position in the world frame."""
 
     def __init__(
@@ -28,21 +28,10 @@ class ComTask(Task):
         super().__init__(3, PDGains.create(kp, kd, 3))
         self.reference = LinearReference.create(target)
 
-    def set_target(
-        self,
-        position: npt.ArrayLike,
-        velocity: npt.ArrayLike | None = None,
-        acceleration: npt.ArrayLike | None = None,
-    ) -> None:
-        """Replace the centre-of-mass reference."""
-        self.reference = LinearReference.create(position, velocity, acceleration)
-
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring."""
         reference, gains = self.reference, self.gains
         error = reference.position - state.com
         velocity = np.array(state.com_velocity)
-        desired = (
-            reference.acceleration + gains.kd * (reference.velocity - velocity) + gains.kp * error
-        )
+        desired = gains.acceleration(reference.acceleration, reference.velocity - velocity, error)
         return TaskTerms(state.com_jacobian, np.array(state.com_drift), error, velocity, desired)

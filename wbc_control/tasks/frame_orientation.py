@@ -74,10 +74,8 @@ def orientation_terms(
     error = pin.log3(reference.rotation.dot(rotation.T))
     jacobian = state.frame_jacobian(frame_id)[3:]  # (3, nv)
     angular_velocity = jacobian.dot(state.v)
-    desired = (
-        reference.angular_acceleration
-        + gains.kd * (reference.angular_velocity - angular_velocity)
-        + gains.kp * error
+    desired = gains.acceleration(
+        reference.angular_acceleration, reference.angular_velocity - angular_velocity, error
     )
     return TaskTerms(jacobian, state.frame_drift(frame_id)[3:], error, angular_velocity, desired)
 

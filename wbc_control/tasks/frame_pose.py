@@ -77,7 +77,5 @@ class FramePoseTask(Task):
         error[3:] = pin.log3(reference.angular.rotation.dot(oMf.rotation.T))
         jacobian = state.frame_jacobian(self.frame_id)  # (6, nv)
         velocity = jacobian.dot(state.v)
-        desired = (
-            reference.acceleration + gains.kd * (reference.twist - velocity) + gains.kp * error
-        )
+        desired = gains.acceleration(reference.acceleration, reference.twist - velocity, error)
         return TaskTerms(jacobian, state.frame_drift(self.frame_id), error, velocity, desired)

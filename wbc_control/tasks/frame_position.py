@@ -82,9 +82,7 @@ def point_terms(
     error = reference.position - state.frame_placement(frame_id).translation
     jacobian = state.frame_jacobian(frame_id)[:3]  # (3, nv)
     velocity = jacobian.dot(state.v)
-    desired = (
-        reference.acceleration + gains.kd * (reference.velocity - velocity) + gains.kp * error
-    )
+    desired = gains.acceleration(reference.acceleration, reference.velocity - velocity, error)
     return TaskTerms(jacobian, state.frame_drift(frame_id)[:3], error, velocity, desired)
 
 
@@ -103,10 +101,8 @@ def position_terms(
     projector = selection.T @ selection
     error_world = projector @ (reference.position - position)
     velocity_error_world = projector @ (reference.velocity - velocity_world)
-    acceleration_world = (
-        projector @ reference.acceleration
-        + gains.kd * velocity_error_world
-        + gains.kp * error_world
+    acceleration_world = gains.acceleration(
+        projector @ reference.acceleration, velocity_error_world, error_world
     )
     return TaskTerms(
         jacobian,
@@ -117,7 +113,25 @@ def position_terms(
     )
 
 
-class FramePositionTask(Task):
+class LinearTarget:
+    """`set_target` of the tasks whose reference is a point in the world (frame position, COM)."""
+
+    reference: LinearReference
+
+    def set_target(
+        self,
+        position: npt.ArrayLike,
+        velocity: npt.ArrayLike | None = None,
+        acceleration: npt.ArrayLike | None = None,
+    ) -> None:
+        """Replace the reference: a position (m), optional velocity / acceleration feed-forward.
+
+        For line and plane target sets the position is any point on the line or plane.
+        """
+        self.reference = LinearReference.create(position, velocity, acceleration)
+
+
+class FramePositionTask(LinearTarget, Task):
     """Drive a frame's origin onto a point, a line or a plane."""
 
     def __init__(
@@ -146,15 +160,6 @@ class FramePositionTask(Task):
     def gains_size(self) -> int:
         """Gains are per world axis (3 values) whatever the target set."""
         return 3
-
-    def set_target(
-        self,
-        position: npt.ArrayLike,
-        velocity: npt.ArrayLike | None = None,
-        acceleration: npt.ArrayLike | None = None,
-    ) -> None:
-        """Replace the reference (a point on the line / plane for those target sets)."""
-        self.reference = LinearReference.create(position, velocity, acceleration)
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring (a point target skips the identity P)."""

@@ -67,8 +67,7 @@ class JointPostureTask(Task):
         # coordinates, which the posture ignores (the reference holds an identity base pose).
         error = pin.difference(self.robot.model, state.q, q_reference)[self._v_index]
         velocity = state.v[self._v_index]
-        gains = self.gains
-        desired = (
-            acceleration_reference + gains.kd * (velocity_reference - velocity) + gains.kp * error
+        desired = self.gains.acceleration(
+            acceleration_reference, velocity_reference - velocity, error
         )
         return TaskTerms(self._jacobian, self._drift, error, velocity, desired)

@@ -78,6 +78,12 @@ class PDGains:
         kd_vector.flags.writeable = False
         return cls(kp_vector, kd_vector)
 
+    def acceleration(
+        self, feed_forward: np.ndarray, velocity_error: np.ndarray, error: np.ndarray
+    ) -> np.ndarray:
+        """ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ) + K_p e, the desired task acceleration of every task."""
+        return feed_forward + self.kd * velocity_error + self.kp * error
+
 
 class Task(ABC):
     """An operational-space task of fixed dimension."""
