@@ -24,6 +24,7 @@ import numpy as np
 
 from wbc_control.exceptions import InvalidValue, WbcError
 from wbc_control.joint_state_input import JointSample, StampOrder
+from wbc_control.tasks.frame_orientation import unit_quaternion
 
 ODOM_PAIRINGS = ('latest', 'stamp')
 #: A base orientation quaternion is accepted when |‖q‖ − 1| is at most this (then normalised).
@@ -90,23 +91,13 @@ class OdometryDecoder:
         if not (np.isfinite(pose).all() and np.isfinite(twist).all()):
             raise OdometryRejected('non_finite', 'NaN or Inf in the pose or twist')
         try:
-            pose[3:] = unit_quaternion(pose[3:])
+            pose[3:] = unit_quaternion(pose[3:], QUATERNION_NORM_TOLERANCE)
         except InvalidValue as error:
             raise OdometryRejected('quaternion', str(error)) from error
         out_of_order = self._order.admit(stamp_s)
         if out_of_order:
             raise OdometryRejected('out_of_order', out_of_order)
         return BaseSample(pose, twist, stamp_s)
-
-
-def unit_quaternion(quaternion: np.ndarray) -> np.ndarray:
-    """The quaternion normalised, if its norm is within QUATERNION_NORM_TOLERANCE of 1."""
-    norm = float(np.linalg.norm(quaternion))
-    if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
-        raise InvalidValue(
-            f'orientation quaternion {np.round(quaternion, 6).tolist()} has norm {norm:.6g}, not 1'
-        )
-    return quaternion / norm
 
 
 class StatePair(NamedTuple):

@@ -22,6 +22,23 @@ from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
 QUATERNION_NORM_TOLERANCE = 1e-2
 
 
+def unit_quaternion(
+    quaternion: np.ndarray, tolerance: float = QUATERNION_NORM_TOLERANCE
+) -> np.ndarray:
+    """The quaternion normalised, if its norm is within `tolerance` of 1.
+
+    Raises:
+        InvalidValue: its norm differs from 1 by more than `tolerance`.
+    """
+    norm = float(np.linalg.norm(quaternion))
+    if abs(norm - 1.0) > tolerance:
+        raise InvalidValue(
+            f'quaternion {np.round(quaternion, 6).tolist()} must have unit norm, '
+            f'got norm {norm:.6g}'
+        )
+    return quaternion / norm
+
+
 def rotation_from_quaternion(quaternion_xyzw: npt.ArrayLike) -> np.ndarray:
     """Rotation matrix of a quaternion given as x, y, z, w (the ROS order).
 
@@ -29,10 +46,7 @@ def rotation_from_quaternion(quaternion_xyzw: npt.ArrayLike) -> np.ndarray:
         InvalidValue: not finite, or its norm differs from 1 by more than 1 %.
     """
     quaternion = as_axis_vector(quaternion_xyzw, 4, 'quaternion (x, y, z, w)')
-    norm = np.linalg.norm(quaternion)
-    if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
-        raise InvalidValue(f'quaternion must have unit norm, got norm {norm:.4g}')
-    x, y, z, w = quaternion / norm
+    x, y, z, w = unit_quaternion(quaternion)
     return pin.Quaternion(w, x, y, z).toRotationMatrix()
 
 
