@@ -9,10 +9,10 @@ PACKAGE_NAME = 'wbc_control'
 # Executables, one 'name = module:function' string per line. Each is added by the change that
 # makes its node work, never as a stub; test/test_packaging.py checks that every entry imports.
 CONSOLE_SCRIPTS = [
-    'wbc_controller = wbc_control.nodes.controller_node:main',
-    'wbc_sim = wbc_control.nodes.sim_node:main',
-    'wbc_diagnostics = wbc_control.nodes.diagnostics_node:main',
-    'wbc_demo = wbc_control.nodes.demo:main',
+    'wbc_controller = wbc_control.ros.controller_node:main',
+    'wbc_sim = wbc_control.ros.sim_node:main',
+    'wbc_diagnostics = wbc_control.ros.diagnostics_node:main',
+    'wbc_demo = wbc_control.demo.main:main',
     'wbc_bench = wbc_control.benchmark:main',
 ]
 

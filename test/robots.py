@@ -5,9 +5,9 @@ from functools import cache
 import numpy as np
 import pinocchio as pin
 
-from wbc_control.example_robots import example_robot_urdf
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 
 
 @cache

@@ -18,7 +18,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 import yaml
 
-from wbc_control.nodes.node_support import executable
+from wbc_control.ros.runtime import executable
 
 __all__ = ['NodeProcess', 'RosProbe', 'executable', 'write_params']
 

@@ -12,9 +12,9 @@ from ros_support import NodeProcess, RosProbe
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from wbc_control.example_robots import example_robot_urdf
-from wbc_control.robot_model import JointStateMapping
-from wbc_control.robot_state import RobotState
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import JointStateMapping
+from wbc_control.model.robot_state import RobotState
 
 READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
 ARM = [f'panda_joint{i}' for i in range(1, 8)]

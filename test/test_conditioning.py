@@ -9,7 +9,7 @@ semi-implicit Euler at dt = 1 ms (energy drift under 1 % of n^2 m g l from the h
 every 10 ms (201 samples) the exact kappa_2, the diagonal ratio delta, the pivot ratio and the
 scaled diagonal ratio delta_s of seed 001 eq (15) are recorded. Two starts: q = 0, the straight
 horizontal chain, and q1 = +60 deg, the inclination that seed 001 eq (7)'s phi implies for its
-"q = 0" (see ``wbc_control.serial_chain``). Measured on this machine (the assertions use the
+"q = 0" (see ``wbc_control.benchmark.rod_chain``). Measured on this machine (the assertions use the
 looser bounds next to ``_MEASURED``):
 
 =======  ==  =========  =========  ======  ======  ======  =========  =========
@@ -51,16 +51,16 @@ import pinocchio as pin
 import pytest
 import scipy.linalg
 
-from wbc_control.conditioning import (
+from wbc_control.benchmark.rod_chain import serial_chain_urdf
+from wbc_control.conditioning.estimators import (
     ConditioningEstimate,
     ScaledDiagonalRatioEstimator,
     condition_number,
     diagonal_ratio,
     pivot_ratio,
 )
-from wbc_control.example_robots import example_robot_urdf
 from wbc_control.exceptions import InvalidShape, InvalidValue, ModelError
-from wbc_control.serial_chain import serial_chain_urdf
+from wbc_control.model.example_robots import example_robot_urdf
 
 # Seed 001 eq (7): lower triangle of the 4-link chain's inertia matrix and its forces phi.
 _EQ7_LOWER = np.array(

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.testing as npt
 import pytest
 
-from wbc_control.constrained_dynamics import (
+from wbc_control.control.constrained_dynamics import (
     DaggerTerms,
     constrained_accelerations,
     constraint_null_space_projector,

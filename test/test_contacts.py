@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from robots import random_state, robot
 
-from wbc_control.constrained_dynamics import dagger_terms
-from wbc_control.contacts import Contact, contact_jacobian
+from wbc_control.control.constrained_dynamics import dagger_terms
+from wbc_control.control.contacts import Contact, contact_jacobian
+from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, SingularConstraint
-from wbc_control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import ComTask, FrameOrientationTask, FramePositionTask, JointPostureTask
 
 seeds = st.integers(0, 2**31 - 1)

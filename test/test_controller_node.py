@@ -25,18 +25,18 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 import yaml
 
-from wbc_control.example_robots import example_robot_urdf
-from wbc_control.exceptions import InvalidValue
-from wbc_control.nodes.controller_node import ControllerNode
-from wbc_control.prioritized_controller import ControllerResult, PrioritizedController
-from wbc_control.robot_state import RobotState
-from wbc_control.task_config import (
+from wbc_control.config.task_config import (
     build_entries,
     holding_torque,
     parse_contacts,
     parse_controller_settings,
     parse_tasks,
 )
+from wbc_control.control.prioritized_controller import ControllerResult, PrioritizedController
+from wbc_control.exceptions import InvalidValue
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_state import RobotState
+from wbc_control.ros.controller_node import ControllerNode
 
 CONFIG = Path(__file__).resolve().parent.parent / 'config' / 'panda_controller.yaml'
 URDF = str(example_robot_urdf('panda')[0])

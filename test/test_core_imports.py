@@ -1,13 +1,19 @@
-"""The core (everything but wbc_control.nodes) must import without rclpy or any message package."""
+"""The core layers import neither rclpy, message packages, mujoco nor matplotlib.
+
+The core is every folder below the tools: model, tasks, control, conditioning, inputs and config
+(plus the package's top-level modules). Only ``ros/`` imports rclpy and only ``sim/`` imports
+mujoco; demo and benchmark are tools on top that nothing below imports.
+"""
 
 import json
 import subprocess
 import sys
 import textwrap
 
+CORE_PACKAGES = ('model', 'tasks', 'control', 'conditioning', 'inputs', 'config')
+TOOL_PACKAGES = ('ros', 'sim', 'demo', 'benchmark')
+
 # Runs in a fresh interpreter: the test process itself may already have imported rclpy.
-# Packages are imported one by one before their children are listed (pkgutil.walk_packages
-# would import wbc_control.nodes just to look inside it).
 PROBE = textwrap.dedent(
     """
     import importlib
@@ -15,46 +21,62 @@ PROBE = textwrap.dedent(
     import pkgutil
     import sys
 
-    def ros_modules():
+    CORE = {core!r}
+    TOOLS = {tools!r}
+
+    def forbidden():
         return sorted(
             name for name in sys.modules
-            if name.split('.')[0] == 'rclpy'
+            if name.split('.')[0] in ('rclpy', 'mujoco', 'matplotlib')
             or name.split('.')[0].endswith(('_msgs', '_interfaces'))
+            or any(name.startswith(f'wbc_control.{{tool}}') for tool in TOOLS)
         )
 
-    def core_modules(package):
+    def modules(package):
         for info in pkgutil.iter_modules(package.__path__, package.__name__ + '.'):
-            if info.name == 'wbc_control.nodes':
-                continue
             module = importlib.import_module(info.name)
             yield info.name
             if info.ispkg:
-                yield from core_modules(module)
+                yield from modules(module)
 
     import wbc_control
 
     imported = ['wbc_control']
-    offender = {}
-    for name in core_modules(wbc_control):
-        imported.append(name)
-        pulled = ros_modules()
-        if pulled:
-            offender = {name: pulled}
+    offender = {{}}
+    top = [info for info in pkgutil.iter_modules(wbc_control.__path__)]
+    unknown = [info.name for info in top if info.ispkg and info.name not in CORE + TOOLS]
+    for info in top:
+        if info.name in TOOLS:
+            continue
+        name = 'wbc_control.' + info.name
+        module = importlib.import_module(name)
+        names = [name] + (list(modules(module)) if info.ispkg else [])
+        for each in names:
+            imported.append(each)
+            pulled = forbidden()
+            if pulled:
+                offender = {{each: pulled}}
+                break
+        if offender:
             break
-    json.dump({'imported': imported, 'offender': offender}, sys.stdout)
+    json.dump({{'imported': imported, 'offender': offender, 'unknown': unknown}}, sys.stdout)
     """
-)
+).format(core=CORE_PACKAGES, tools=TOOL_PACKAGES)
 
 
-def test_core_imports_no_ros() -> None:
+def test_core_imports_no_ros_mujoco_matplotlib_or_tools() -> None:
     result = subprocess.run(
         [sys.executable, '-c', PROBE], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, f'importing the core failed:\n{result.stderr}'
     report = json.loads(result.stdout)
-    assert len(report['imported']) > 1, f'no core module found: {report["imported"]}'
-    assert not any(name.startswith('wbc_control.nodes') for name in report['imported'])
+    assert report['unknown'] == [], (
+        f'sub-packages {report["unknown"]} are in no layer: add them to CORE_PACKAGES or '
+        'TOOL_PACKAGES'
+    )
+    for package in CORE_PACKAGES:
+        assert f'wbc_control.{package}' in report['imported'], report['imported']
     assert report['offender'] == {}, (
-        'the core must not import rclpy or message packages; the first module that did, '
-        f'with what it pulled in: {report["offender"]}'
+        'the core must not import rclpy, message packages, mujoco, matplotlib or the tool '
+        f'packages; the first module that did, with what it pulled in: {report["offender"]}'
     )

@@ -6,8 +6,8 @@ import subprocess
 import numpy as np
 from ros_support import executable
 
-from wbc_control.demo_report import DemoRecord, summarize
-from wbc_control.demo_scenarios import SCENARIOS
+from wbc_control.demo.report import DemoRecord, summarize
+from wbc_control.demo.scenarios import SCENARIOS
 
 
 def test_demo_runs_headless_and_writes_the_report(tmp_path):

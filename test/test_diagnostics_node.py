@@ -2,7 +2,8 @@
 
 The node runs as a separate process (its console script); the test process publishes
 sensor_msgs/JointState and /clock and reads /diagnostics and the Float64 topics. Expected values
-come from numpy on Pinocchio's CRBA at the same configuration, never from wbc_control.conditioning.
+come from numpy on Pinocchio's CRBA at the same configuration, never from
+wbc_control.conditioning.estimators.
 """
 
 from collections.abc import Callable, Sequence
@@ -21,16 +22,16 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
-from wbc_control.example_robots import example_robot_urdf
+from wbc_control.benchmark.rod_chain import serial_chain_urdf
 from wbc_control.exceptions import InvalidValue
-from wbc_control.nodes.diagnostics_node import (
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.ros.diagnostics_node import (
     ConditioningMonitor,
     DiagnosticsSettings,
     Level,
     settings_from,
 )
-from wbc_control.robot_model import RobotModel
-from wbc_control.serial_chain import serial_chain_urdf
 
 SCRIPT = 'wbc_diagnostics'
 REQUIRED_KEYS = {

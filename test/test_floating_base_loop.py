@@ -23,11 +23,11 @@ from scipy.spatial import ConvexHull
 from sensor_msgs.msg import JointState
 import yaml
 
-from wbc_control.demo_scenarios import SCENARIOS
-from wbc_control.example_robots import example_robot_urdf
-from wbc_control.mujoco_model import MujocoOptions, MujocoSimulation, build_mujoco_robot
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.demo.scenarios import SCENARIOS
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
+from wbc_control.sim.mujoco_model import MujocoOptions, MujocoSimulation, build_mujoco_robot
 
 CONFIG = Path(__file__).resolve().parent.parent / 'config'
 START_TIMEOUT_S = 60.0

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from robots import MIXED_JOINTS_URDF
 
-from wbc_control.joint_state_input import JointStateDecoder, JointStateRejected
-from wbc_control.robot_model import RobotModel
+from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejected
+from wbc_control.model.robot_model import RobotModel
 
 NAMES = ['slider', 'extra', 'shoulder', 'wrist']
 

@@ -8,15 +8,15 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from wbc_control.example_robots import example_robot_urdf, robots_directory
 from wbc_control.exceptions import InvalidShape, InvalidValue, ModelError
-from wbc_control.mujoco_model import (
+from wbc_control.model.example_robots import example_robot_urdf, robots_directory
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.sim.mujoco_model import (
     MujocoOptions,
     MujocoSimulation,
     build_mujoco_robot,
     resolve_mesh_uri,
 )
-from wbc_control.robot_model import RobotModel
 
 ROBOTS = ['panda', 'ur5', 'solo12', 'talos']
 SAMPLES = 5

@@ -6,7 +6,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from ros_support import NodeProcess, RosProbe
 from std_msgs.msg import String
 
-from wbc_control.example_robots import example_robot_urdf
+from wbc_control.model.example_robots import example_robot_urdf
 
 LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL

@@ -5,8 +5,8 @@ import numpy.testing as npt
 import pytest
 
 from wbc_control.exceptions import InvalidValue
-from wbc_control.joint_state_input import JointSample
-from wbc_control.odometry_input import (
+from wbc_control.inputs.joint_states import JointSample
+from wbc_control.inputs.odometry import (
     BaseSample,
     OdometryDecoder,
     OdometryRejected,

@@ -7,9 +7,9 @@ import pinocchio as pin
 import pytest
 from robots import random_state, robot
 
+from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
-from wbc_control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import (
     ComTask,
     FrameOrientationTask,

@@ -7,7 +7,6 @@ import pinocchio as pin
 import pytest
 from robots import MIXED_JOINTS_URDF, robot
 
-from wbc_control.example_robots import example_robot_urdf
 from wbc_control.exceptions import (
     FrameNotFound,
     InvalidShape,
@@ -15,7 +14,8 @@ from wbc_control.exceptions import (
     MissingJoints,
     ModelError,
 )
-from wbc_control.robot_model import JointStateMapping, RobotModel
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import JointStateMapping, RobotModel
 
 
 def test_panda_joint_names_and_sizes():

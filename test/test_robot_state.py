@@ -8,7 +8,7 @@ import pytest
 from robots import random_state, robot
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_state import RobotState
 
 STEP = 1e-6
 seeds = st.integers(0, 2**31 - 1)

@@ -12,8 +12,8 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from wbc_control.example_robots import example_robot_urdf
-from wbc_control.robot_model import RobotModel
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import RobotModel
 
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
 START_TIMEOUT_S = 30.0

@@ -10,19 +10,7 @@ import pytest
 from robots import random_state, robot
 import yaml
 
-from wbc_control.contacts import ContactType, contact_jacobian
-from wbc_control.exceptions import (
-    FrameNotFound,
-    InvalidShape,
-    InvalidTaskConfig,
-    InvalidValue,
-    JointNotFound,
-    ModelError,
-)
-from wbc_control.prioritized_controller import PrioritizedController
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
-from wbc_control.task_config import (
+from wbc_control.config.task_config import (
     TASK_FIELDS,
     TASK_TYPES,
     TaskSpec,
@@ -42,6 +30,18 @@ from wbc_control.task_config import (
     unknown_task_parameters,
     update_settings,
 )
+from wbc_control.control.contacts import ContactType, contact_jacobian
+from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.exceptions import (
+    FrameNotFound,
+    InvalidShape,
+    InvalidTaskConfig,
+    InvalidValue,
+    JointNotFound,
+    ModelError,
+)
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 
 CONFIG = Path(__file__).resolve().parent.parent / 'config' / 'panda_controller.yaml'
 READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]

@@ -1,10 +1,10 @@
-"""The regularized task-space inertia (wbc_control.task_inertia)."""
+"""The regularized task-space inertia (wbc_control.control.task_inertia)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
 
-from wbc_control.task_inertia import regularized_task_inertia
+from wbc_control.control.task_inertia import regularized_task_inertia
 
 
 def random_spd(rng: np.random.Generator, size: int, condition: float) -> np.ndarray:

@@ -8,8 +8,8 @@ import pytest
 from robots import MIXED_JOINTS_URDF, random_state, robot
 
 from wbc_control.exceptions import FrameNotFound, InvalidShape, InvalidTaskConfig, InvalidValue
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import (
     ComTask,
     FrameOrientationTask,

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
+from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidShape, InvalidValue
-from wbc_control.torque_limits import TorqueLimiter
 
 
 def test_effort_limits_clip_and_report():

@@ -1,5 +1,5 @@
 """wbc_control: whole-body torque control with strictly prioritized operational-space tasks.
 
-The core (everything in this package except `wbc_control.nodes`) depends on numpy, scipy and
+The core (model, tasks, control, conditioning, inputs, config) depends on numpy, scipy and
 Pinocchio only; it never imports rclpy.
 """

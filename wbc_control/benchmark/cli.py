@@ -21,8 +21,8 @@ from wbc_control.benchmark.dds import DEFAULT_DDS_SECONDS, dds_benchmark
 from wbc_control.benchmark.report import evaluate_targets, format_report
 from wbc_control.benchmark.scenarios import BUILT_IN_SCENARIOS, Scenario, config_scenario
 from wbc_control.benchmark.tick import DEFAULT_TICKS, measure_ticks
-from wbc_control.example_robots import EXAMPLE_ROBOTS
 from wbc_control.exceptions import ModelError, WbcError
+from wbc_control.model.example_robots import EXAMPLE_ROBOTS
 
 BLAS_THREAD_VARIABLES = ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')
 

@@ -14,18 +14,18 @@ import numpy as np
 import pinocchio as pin
 
 from wbc_control.benchmark.report import plot_conditioning
+from wbc_control.benchmark.rod_chain import serial_chain_urdf
 from wbc_control.benchmark.scenarios import example_robot
 from wbc_control.benchmark.tick import random_samples
-from wbc_control.conditioning import (
+from wbc_control.conditioning.estimators import (
     ScaledDiagonalRatioEstimator,
     condition_number,
     diagonal_ratio,
 )
-from wbc_control.example_robots import EXAMPLE_ROBOTS
 from wbc_control.exceptions import ModelError
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
-from wbc_control.serial_chain import serial_chain_urdf
+from wbc_control.model.example_robots import EXAMPLE_ROBOTS
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 
 CHAIN_SIZES = (4, 10, 20, 38, 50, 100, 200)
 CONDITIONING_REPEATS = 1000

@@ -28,9 +28,9 @@ from wbc_control.benchmark.scenarios import (
     shipped_config,
 )
 from wbc_control.benchmark.tick import random_samples, summary_us
-from wbc_control.example_robots import example_robot_urdf
 from wbc_control.exceptions import WbcError
-from wbc_control.robot_model import RobotModel
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import RobotModel
 
 DEFAULT_DDS_SECONDS = 20.0
 DDS_RATES_HZ = (1000.0, 500.0)

@@ -1,7 +1,8 @@
 """Scenarios to time: a robot, a controller, and where they came from.
 
 The built-in Panda and Talos scenarios, and scenarios read from a controller params file
-(`task_names` / `tasks.<name>.*` / `contacts`), built by :mod:`wbc_control.task_config` as the
+(`task_names` / `tasks.<name>.*` / `contacts`), built by
+:mod:`wbc_control.config.task_config` as the
 node builds them.
 """
 
@@ -12,11 +13,11 @@ import sys
 
 import numpy as np
 
-from wbc_control.contacts import Contact
-from wbc_control.example_robots import example_robot_urdf
+from wbc_control.control.contacts import Contact
+from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import ModelError
-from wbc_control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.robot_model import RobotModel
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import RobotModel
 from wbc_control.tasks import (
     ComTask,
     FrameOrientationTask,
@@ -122,9 +123,14 @@ def config_scenario(
     """A scenario from a controller params file (task_names / tasks.<name>.* / contacts).
 
     The robot is the file's `robot_description` or `urdf_path`, else the example robot
-    `robot_name`. Tasks are built by :mod:`wbc_control.task_config`, as the node builds them.
+    `robot_name`. Tasks are built by :mod:`wbc_control.config.task_config`, as the node
+    builds them.
     """
-    from wbc_control.task_config import build_entries, parse_controller_settings, parse_tasks
+    from wbc_control.config.task_config import (
+        build_entries,
+        parse_controller_settings,
+        parse_tasks,
+    )
 
     parameters = controller_parameters(path)
     robot = _config_robot(parameters, robot_name, path)

@@ -17,8 +17,8 @@ import numpy as np
 import pinocchio as pin
 
 from wbc_control.benchmark.scenarios import Scenario
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 
 DEFAULT_TICKS = 5000
 WARMUP_TICKS = 200

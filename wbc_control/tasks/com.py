@@ -9,8 +9,8 @@ With c the centre of mass in the world::
 import numpy as np
 import numpy.typing as npt
 
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.frame_position import LinearReference, LinearTarget
 from wbc_control.tasks.task import PDGains, Task, TaskTerms
 

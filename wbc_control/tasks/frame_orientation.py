@@ -15,8 +15,8 @@ import numpy.typing as npt
 import pinocchio as pin
 
 from wbc_control.exceptions import InvalidValue
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
 
 QUATERNION_NORM_TOLERANCE = 1e-2

@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector, as_slice
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_state import RobotState
 
 
 class TaskTerms(NamedTuple):

@@ -50,9 +50,9 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from wbc_control.example_robots import robots_directory
 from wbc_control.exceptions import InvalidShape, InvalidValue, ModelError
-from wbc_control.robot_model import FREE_FLYER_NQ, FREE_FLYER_NV, RobotModel
+from wbc_control.model.example_robots import robots_directory
+from wbc_control.model.robot_model import FREE_FLYER_NQ, FREE_FLYER_NV, RobotModel
 
 #: Mesh file suffixes MuJoCo decodes (compared case-insensitively).
 SUPPORTED_MESH_SUFFIXES = frozenset({'.stl', '.obj', '.msh'})

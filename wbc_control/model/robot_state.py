@@ -28,7 +28,7 @@ import pinocchio as pin
 from scipy.linalg import get_lapack_funcs
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
-from wbc_control.robot_model import RobotModel
+from wbc_control.model.robot_model import RobotModel
 
 LOCAL_WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 

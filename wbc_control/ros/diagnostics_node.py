@@ -9,7 +9,8 @@ frame, so the composite rigid-body algorithm never sees the base pose and M depe
 positions only (the base block holds the total mass and the whole-body inertia about the base
 frame). The base pose is therefore left at identity.
 
-All the mathematics is in :mod:`wbc_control.conditioning`; :class:`ConditioningMonitor` keeps
+All the mathematics is in :mod:`wbc_control.conditioning.estimators`;
+:class:`ConditioningMonitor` keeps
 the latest figures and decides the level, and :class:`DiagnosticsNode` only turns messages and
 parameters into those calls and their results into messages.
 """
@@ -32,20 +33,20 @@ from rclpy.timer import Timer
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Header
 
-from wbc_control.conditioning import (
+from wbc_control.conditioning.estimators import (
     ConditioningEstimate,
     ScaledDiagonalRatioEstimator,
     pivot_ratio,
 )
 from wbc_control.exceptions import InvalidValue
-from wbc_control.joint_state_input import JointStateDecoder, JointStateRejected
-from wbc_control.nodes.node_support import (
+from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejected
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.ros.runtime import (
     StartupError,
     exit_with,
     load_robot_model,
     run_node,
 )
-from wbc_control.robot_model import RobotModel
 
 NODE_NAME = 'wbc_diagnostics'
 CHECK_NAME = 'inertia conditioning'

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control.exceptions import InvalidShape, MissingJoints, WbcError
-from wbc_control.robot_model import JointStateMapping, RobotModel
+from wbc_control.model.robot_model import JointStateMapping, RobotModel
 
 
 class JointStateRejected(WbcError):

@@ -32,7 +32,8 @@ position per actuated joint in model order. Gains have 3 values per axis for fra
 (x, y, z, rx, ry, rz) and one per actuated joint for joint_posture.
 
 Rigid contacts (parameters `contacts`, `contact_types`, `friction_coefficient`) are the top
-priority level of the controller (:mod:`wbc_control.contacts`); a floating-base robot needs at
+priority level of the controller
+(:mod:`wbc_control.control.contacts`); a floating-base robot needs at
 least one. Each contact is a frame of the model and a type, `surface` (6 constrained
 directions: a foot sole) or `point` (3: a ball foot); no types at all means every contact is a
 surface contact.
@@ -51,16 +52,8 @@ from typing import NamedTuple
 import numpy as np
 import pinocchio as pin
 
-from wbc_control.contacts import Contact, base_contact_forces, contact_jacobian
-from wbc_control.exceptions import (
-    InvalidShape,
-    InvalidTaskConfig,
-    InvalidValue,
-    ModelError,
-    WbcError,
-)
-from wbc_control.odometry_input import ODOM_PAIRINGS
-from wbc_control.prioritized_controller import (
+from wbc_control.control.contacts import Contact, base_contact_forces, contact_jacobian
+from wbc_control.control.prioritized_controller import (
     DEFAULT_FRICTION_COEFFICIENT,
     DEFAULT_SINGULAR_VALUE_THRESHOLD,
     PrioritizedController,
@@ -68,8 +61,16 @@ from wbc_control.prioritized_controller import (
     validate_threshold,
     validate_weight,
 )
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.exceptions import (
+    InvalidShape,
+    InvalidTaskConfig,
+    InvalidValue,
+    ModelError,
+    WbcError,
+)
+from wbc_control.inputs.odometry import ODOM_PAIRINGS
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import (
     ComTask,
     FrameOrientationTask,
@@ -606,7 +607,7 @@ class ControllerSettings:
         diagnostics_rate: /diagnostics rate (Hz); 0 disables it.
         friction_coefficient: μ of the friction-cone check of contact forces.
         odom_pairing: how joint states and odometry make a tick (floating base), one of
-            :data:`~wbc_control.odometry_input.ODOM_PAIRINGS`.
+            :data:`~wbc_control.inputs.odometry.ODOM_PAIRINGS`.
         base_frame: child_frame_id accepted (besides '') for odometry.
     """
 
@@ -704,7 +705,8 @@ def holding_torque(state: RobotState, contacts: Sequence[Contact]) -> np.ndarray
 
     Without contacts, g(q) of the actuated joints. With contacts, the actuated rows of
     g − Aᵀf where f are the contact forces that balance g on the base rows (the rule of
-    :mod:`wbc_control.contacts`; f = 0 for a fixed base). For a robot standing on its feet this
+    :mod:`wbc_control.control.contacts`; f = 0 for a fixed base). For a robot standing on its
+    feet this
     is what its legs must push to carry it at q̈ = 0, not g(q) of the joints alone, which
     would treat the legs as arms hanging from a fixed base.
     """

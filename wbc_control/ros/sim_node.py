@@ -15,7 +15,7 @@ applies `effort_controller/commands` as joint torques and publishes `joint_state
   `lockstep_resend_period` s of wall time, so a state or command lost in transit never stalls
   the loop.
 
-Everything MuJoCo-specific lives in :mod:`wbc_control.mujoco_model`.
+Everything MuJoCo-specific lives in :mod:`wbc_control.sim.mujoco_model`.
 """
 
 from collections import Counter
@@ -39,18 +39,18 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from wbc_control.exceptions import WbcError
-from wbc_control.mujoco_model import (
-    MujocoOptions,
-    MujocoSimulation,
-    build_mujoco_robot,
-)
-from wbc_control.nodes.node_support import (
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.ros.runtime import (
     StartupError,
     exit_with,
     load_robot_model,
     run_node,
 )
-from wbc_control.robot_model import RobotModel
+from wbc_control.sim.mujoco_model import (
+    MujocoOptions,
+    MujocoSimulation,
+    build_mujoco_robot,
+)
 
 NODE_NAME = 'wbc_sim'
 COMMAND_TOPIC = 'effort_controller/commands'

@@ -15,7 +15,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from wbc_control.exceptions import ModelError, WbcError
-from wbc_control.robot_model import RobotModel
+from wbc_control.model.robot_model import RobotModel
 
 
 class StartupError(WbcError):

@@ -2,7 +2,7 @@
 
 A floating-base tick needs both halves of the state: the joints (sensor_msgs/JointState) and
 the base (nav_msgs/Odometry: pose in the world frame, twist in the base frame, which is
-Pinocchio's free-flyer convention, see :mod:`wbc_control.robot_model`). They come on two
+Pinocchio's free-flyer convention, see :mod:`wbc_control.model.robot_model`). They come on two
 topics, so the controller must decide which joint state goes with which odometry sample.
 :class:`StatePairing` implements the two rules of parameter `odom_pairing`:
 
@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control.exceptions import InvalidValue, WbcError
-from wbc_control.joint_state_input import JointSample, StampOrder
+from wbc_control.inputs.joint_states import JointSample, StampOrder
 from wbc_control.tasks.frame_orientation import unit_quaternion
 
 ODOM_PAIRINGS = ('latest', 'stamp')

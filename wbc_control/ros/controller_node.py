@@ -4,8 +4,8 @@ A thin translator between ROS and the core (design.md, "The interface users see"
 
 - `joint_states` (sensor_msgs/JointState, best effort, depth 1: the newest sample wins and the
   subscription connects to reliable and best-effort publishers alike) is decoded by
-  :class:`~wbc_control.joint_state_input.JointStateDecoder`; every accepted sample runs one tick
-  of :class:`~wbc_control.prioritized_controller.PrioritizedController` and publishes one
+  :class:`~wbc_control.inputs.joint_states.JointStateDecoder`; every accepted sample runs one tick
+  of :class:`~wbc_control.control.prioritized_controller.PrioritizedController` and publishes one
   command.
 - `effort_controller/commands` (std_msgs/Float64MultiArray, reliable, volatile, depth 1, which
   matches ros2_control's forward_command_controller) carries the torques in `command_joints`
@@ -16,8 +16,8 @@ A thin translator between ROS and the core (design.md, "The interface users see"
   their target). `header.frame_id` must be '' or `world_frame`.
 - With `floating_base`, `odom` (nav_msgs/Odometry: base pose in `world_frame`, twist in the
   base frame; best effort, depth 1) is decoded by
-  :class:`~wbc_control.odometry_input.OdometryDecoder`, and a tick needs a joint state and an
-  odometry sample paired by :class:`~wbc_control.odometry_input.StatePairing` (parameter
+  :class:`~wbc_control.inputs.odometry.OdometryDecoder`, and a tick needs a joint state and an
+  odometry sample paired by :class:`~wbc_control.inputs.odometry.StatePairing` (parameter
   `odom_pairing`: `latest` or `stamp`).
 - `contacts` / `contact_types` are the controller's top level (rigid contacts); their forces are
   checked against the friction cone (`friction_coefficient`, live).
@@ -28,7 +28,7 @@ A thin translator between ROS and the core (design.md, "The interface users see"
   with contacts, "<node>: contacts".
 
 Parameters are declared in :meth:`ControllerNode._declare_parameters` and validated by
-:mod:`wbc_control.task_config`, which also validates live changes.
+:mod:`wbc_control.config.task_config`, which also validates live changes.
 """
 
 import array
@@ -50,19 +50,7 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 
-from wbc_control.contacts import Contact
-from wbc_control.exceptions import WbcError
-from wbc_control.joint_state_input import JointSample, JointStateDecoder, JointStateRejected
-from wbc_control.nodes.node_support import StartupError, exit_with, load_robot_model, run_node
-from wbc_control.odometry_input import (
-    BaseSample,
-    OdometryDecoder,
-    OdometryRejected,
-    StatePairing,
-)
-from wbc_control.prioritized_controller import ControllerResult, PrioritizedController
-from wbc_control.robot_state import RobotState
-from wbc_control.task_config import (
+from wbc_control.config.task_config import (
     LIVE_SETTINGS,
     LIVE_TASK_FIELDS,
     TASK_FIELDS,
@@ -85,6 +73,18 @@ from wbc_control.task_config import (
     unknown_task_parameters,
     update_settings,
 )
+from wbc_control.control.contacts import Contact
+from wbc_control.control.prioritized_controller import ControllerResult, PrioritizedController
+from wbc_control.exceptions import WbcError
+from wbc_control.inputs.joint_states import JointSample, JointStateDecoder, JointStateRejected
+from wbc_control.inputs.odometry import (
+    BaseSample,
+    OdometryDecoder,
+    OdometryRejected,
+    StatePairing,
+)
+from wbc_control.model.robot_state import RobotState
+from wbc_control.ros.runtime import StartupError, exit_with, load_robot_model, run_node
 
 NODE_NAME = 'wbc_controller'
 COMMAND_TOPIC = 'effort_controller/commands'

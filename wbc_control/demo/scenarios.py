@@ -19,7 +19,7 @@ class Scenario:
     """One closed-loop demo.
 
     Attributes:
-        robot: key of `wbc_control.example_robots.EXAMPLE_ROBOTS`.
+        robot: key of `wbc_control.model.example_robots.EXAMPLE_ROBOTS`.
         description: one line for the progress output and the summary.
         controller: `wbc_controller` parameters (without the robot model).
         sim: `wbc_sim` parameters (without the robot model).

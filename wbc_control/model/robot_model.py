@@ -1,7 +1,7 @@
 """Robot description: URDF -> Pinocchio model and the joint-name <-> index maps.
 
 `RobotModel` is the immutable part (Pinocchio's `Model` plus index tables); the per-tick
-workspace lives in :class:`wbc_control.robot_state.RobotState`.
+workspace lives in :class:`wbc_control.model.robot_state.RobotState`.
 
 Joint conventions. Every actuated joint has one velocity coordinate. Revolute and prismatic
 joints have one position coordinate; continuous joints (Pinocchio's unbounded revolute) have two,

@@ -26,13 +26,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 import yaml
 
-from wbc_control.demo_report import DemoRecord, summarize, write_report
-from wbc_control.demo_scenarios import SCENARIOS, Scenario
-from wbc_control.example_robots import example_robot_urdf
+from wbc_control.demo.report import DemoRecord, summarize, write_report
+from wbc_control.demo.scenarios import SCENARIOS, Scenario
 from wbc_control.exceptions import WbcError
-from wbc_control.nodes.node_support import executable
-from wbc_control.robot_model import JointStateMapping, RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import JointStateMapping, RobotModel
+from wbc_control.model.robot_state import RobotState
+from wbc_control.ros.runtime import executable
 
 STALL_TIMEOUT_S = 20.0
 QUEUE_DEPTH = 100

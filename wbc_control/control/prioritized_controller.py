@@ -6,7 +6,7 @@ and 004), for priority levels k = 0, 1, ... (0 = highest; tasks of a level are s
     N = I ; q̈ = 0
     for each level k:
         Jp   = J_k N                         # what the higher levels leave free
-        Λ    = (Jp M⁻¹ Jpᵀ)⁻¹                # regularized, see wbc_control.task_inertia
+        Λ    = (Jp M⁻¹ Jpᵀ)⁻¹                # regularized, see wbc_control.control.task_inertia
         J̄    = M⁻¹ Jpᵀ Λ                     # dynamically consistent inverse (seed 004)
         q̈   += J̄ (ẍ*_k − J̇_k v − J_k q̈)
         N   −= J̄ Jp
@@ -18,7 +18,7 @@ M† = M⁻¹ − M⁻¹Aᵀ(AM⁻¹Aᵀ)⁻¹AM⁻¹ (seed eq 6) in place of M�
 the tick's Cholesky factor of M when M and AM⁻¹Aᵀ are provably well conditioned
 (`schur_dagger_terms`), else from the block matrix [M Aᵀ; A 0], so that it exists where M is
 singular. Then A J̄ = A M† Jpᵀ Λ = 0 (seed eq 12): no task can violate a contact. The torque
-is the actuated part of M q̈ + h − Aᵀf, with f the contact forces of `wbc_control.contacts`
+is the actuated part of M q̈ + h − Aᵀf, with f the contact forces of `wbc_control.control.contacts`
 (they balance the unactuated base rows).
 
 Without contacts, M⁻¹ is applied by Cholesky solves (`RobotState.solve_mass_matrix`), never
@@ -39,20 +39,20 @@ import numpy as np
 import numpy.typing as npt
 from scipy.linalg import get_lapack_funcs
 
-from wbc_control.constrained_dynamics import SCHUR_MIN_RCOND, dagger_terms
-from wbc_control.contacts import (
+from wbc_control.control.constrained_dynamics import SCHUR_MIN_RCOND, dagger_terms
+from wbc_control.control.contacts import (
     Contact,
     ContactForceReport,
     base_contact_forces,
     contact_force_reports,
     contact_jacobian,
 )
+from wbc_control.control.task_inertia import regularized_task_inertia
+from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
-from wbc_control.task_inertia import regularized_task_inertia
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import Task, TaskTerms, as_slice
-from wbc_control.torque_limits import TorqueLimiter
 
 _POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
 
@@ -169,7 +169,7 @@ class PrioritizedController:
     Args:
         robot: the robot model (a floating base needs at least one contact).
         entries: the tasks; names must be unique.
-        singular_value_threshold: ε of `wbc_control.task_inertia` (dimensionless).
+        singular_value_threshold: ε of `wbc_control.control.task_inertia` (dimensionless).
         effort_limits: per actuated joint; defaults to the URDF's.
         torque_rate_limits: per actuated joint (N m/s); default none.
         contacts: frames in rigid contact, the top priority.
@@ -311,7 +311,8 @@ class PrioritizedController:
         q̈ = −A†ᵀ Ȧq̇ (seed 000 eq 22), the mass-weighted least-effort way to keep
         A q̈ = −Ȧq̇. M† and A† come from the tick's Cholesky factor of M (`schur_dagger_terms`)
         when M and A M⁻¹ Aᵀ are well conditioned, else from the block matrix
-        (`wbc_control.constrained_dynamics.dagger_terms`), which raises SingularConstraint if
+        (`wbc_control.control.constrained_dynamics.dagger_terms`), which raises
+        SingularConstraint if
         [M Aᵀ; A 0] is not invertible (seed eq 32).
         """
         if not self.contacts:

@@ -25,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
-from wbc_control.robot_model import RobotModel
-from wbc_control.robot_state import RobotState
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 
 _WORLD_UP = np.array([0.0, 0.0, 1.0])
 

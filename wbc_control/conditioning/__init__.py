@@ -1,0 +1,1 @@
+"""Conditioning of the joint-space inertia matrix: the exact and cheap estimators."""

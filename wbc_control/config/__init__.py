@@ -1,0 +1,1 @@
+"""Configuration: parameter values to validated controller settings and task specifications."""

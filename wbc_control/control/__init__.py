@@ -1,0 +1,1 @@
+"""The control law: priority recursion, task inertia, contacts and constrained dynamics, limits."""

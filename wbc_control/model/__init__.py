@@ -1,0 +1,1 @@
+"""Robot model (URDF to Pinocchio, joint and frame maps) and the per-tick robot state."""

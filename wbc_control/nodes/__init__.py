@@ -1,1 +1,0 @@
-"""rclpy nodes: thin translators between ROS messages / parameters and the core."""

@@ -1,0 +1,1 @@
+"""The embedded MuJoCo simulator: the only package that imports mujoco."""
