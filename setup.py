@@ -41,6 +41,8 @@ setup(
     name=PACKAGE_NAME,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
+    # The parameter schemas (one YAML file per node) are read at run time.
+    package_data={PACKAGE_NAME: ['config/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE_NAME}']),
         (f'share/{PACKAGE_NAME}', ['package.xml']),
@@ -52,7 +54,7 @@ setup(
     # The pip route asks for them through the extras below.
     install_requires=['setuptools'],
     extras_require={
-        'core': ['numpy', 'scipy', 'pin'],
+        'core': ['numpy', 'scipy', 'pin', 'pyyaml'],
         'kilted': ros_distribution('kilted'),
         'jazzy': ros_distribution('jazzy'),
         'sim': ['mujoco>=4', 'matplotlib', 'example-robot-data'],

@@ -61,3 +61,7 @@ class InvalidTaskConfig(WbcError, ValueError):
 
 class SingularConstraint(WbcError):
     """The block matrix [M A^T; A 0] is not invertible (seed 000, condition eq 32)."""
+
+
+class StartupError(WbcError):
+    """A node cannot start with the parameters it was given."""

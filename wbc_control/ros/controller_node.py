@@ -35,6 +35,7 @@ import array
 from collections import Counter
 from dataclasses import replace
 from functools import partial
+import sys
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -84,7 +85,7 @@ from wbc_control.inputs.odometry import (
     StatePairing,
 )
 from wbc_control.model.robot_state import RobotState
-from wbc_control.ros.runtime import StartupError, exit_with, load_robot_model, run_node
+from wbc_control.ros.runtime import StartupError, load_robot_model, run_node
 
 NODE_NAME = 'wbc_controller'
 COMMAND_TOPIC = 'effort_controller/commands'
@@ -263,7 +264,7 @@ class ControllerNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        self._robot = robot = load_robot_model(self)
+        self._robot = robot = load_robot_model(self).robot
         settings_values, contacts, specs = self._declare_parameters()
         self._settings = settings = parse_controller_settings(robot, settings_values)
         self._specs: dict[str, TaskSpec] = {spec.name: spec for spec in specs}
@@ -784,7 +785,7 @@ def _format(value: object) -> str:
 
 def main(args: list[str] | None = None) -> None:
     """Console script `wbc_controller`: exits 0 after Ctrl-C / SIGTERM, 1 if it cannot start."""
-    exit_with(run_node(ControllerNode, NODE_NAME, args))
+    sys.exit(run_node(ControllerNode, NODE_NAME, args))
 
 
 if __name__ == '__main__':

@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 import enum
 import math
 import numbers
+import sys
 from typing import Any, NamedTuple
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -43,7 +44,6 @@ from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejecte
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.ros.runtime import (
     StartupError,
-    exit_with,
     load_robot_model,
     run_node,
 )
@@ -378,7 +378,7 @@ class DiagnosticsNode(Node):
 
     def __init__(self, node_name: str = NODE_NAME) -> None:
         super().__init__(node_name)
-        self._robot = load_robot_model(self)
+        self._robot = load_robot_model(self).robot
         self._monitor = ConditioningMonitor(self._declare_settings())
         self._inertia = InertiaEvaluator(self._robot)
         self._decoder = JointStateDecoder(self._robot)
@@ -491,7 +491,7 @@ class DiagnosticsNode(Node):
 
 def main(args: list[str] | None = None) -> None:
     """Console script ``wbc_diagnostics``."""
-    exit_with(run_node(DiagnosticsNode, NODE_NAME, args))
+    sys.exit(run_node(DiagnosticsNode, NODE_NAME, args))
 
 
 if __name__ == '__main__':

@@ -21,7 +21,7 @@ from wbc_control.config.schema import (
     ParameterSpec,
     unknown_parameter_message,
 )
-from wbc_control.exceptions import WbcError
+from wbc_control.exceptions import StartupError, WbcError
 
 #: Parameters rclpy itself declares or reads; never reported as unknown.
 ROS_PARAMETERS = ('use_sim_time', 'start_type_description_service')
@@ -37,10 +37,6 @@ _UNSET_TYPES = {
     'double_array': Parameter.Type.DOUBLE_ARRAY,
     'string_array': Parameter.Type.STRING_ARRAY,
 }
-
-
-class StartupError(WbcError):
-    """A node cannot start with the parameters it was given."""
 
 
 def declare(
@@ -75,8 +71,10 @@ def declare(
 def declare_all(
     node: Node, schema: ParameterSchema, defaults: Mapping[str, object] | None = None
 ) -> dict[str, object]:
-    """Declare every plain (unmapped) parameter of `schema`; `defaults` override the schema's
-    where the default depends on the robot (e.g. all joints). Returns name -> value."""
+    """Declare every plain (unmapped) parameter of `schema`; returns name -> value.
+
+    `defaults` override the schema's defaults where they depend on the robot (e.g. all joints).
+    """
     defaults = defaults or {}
     return {spec.name: declare(node, spec, default=defaults.get(spec.name)) for spec in schema}
 

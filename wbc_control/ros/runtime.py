@@ -5,8 +5,8 @@ from pathlib import Path
 import shutil
 import sys
 import time
+from typing import NamedTuple
 
-from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation
@@ -14,59 +14,47 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from wbc_control.exceptions import ModelError, WbcError
+from wbc_control.config.schema import load_schema
+from wbc_control.exceptions import ModelError, StartupError, WbcError
 from wbc_control.model.robot_model import RobotModel
+from wbc_control.ros.parameters import declare_all
 
 
-class StartupError(WbcError):
-    """A node cannot start with the parameters it was given."""
+class RobotSource(NamedTuple):
+    """The robot model a node runs and the URDF it came from."""
+
+    robot: RobotModel
+    urdf_xml: str  # the URDF text
+    directory: Path  # where relative mesh paths resolve: the URDF's folder, else the cwd
 
 
-def declare_read_only(node: Node, name: str, default, description: str):
-    """Declare a structural parameter (read-only at runtime) and return its value."""
-    descriptor = ParameterDescriptor(description=description, read_only=True)
-    return node.declare_parameter(name, default, descriptor).value
-
-
-def load_robot_model(node: Node) -> RobotModel:
+def load_robot_model(node: Node) -> RobotSource:
     """Robot model from `robot_description` (URDF XML) or `urdf_path`, plus `floating_base`.
 
-    With both empty and `robot_description_topic` set, the URDF is read from that topic
-    (std_msgs/String, transient local: what robot_state_publisher publishes), waiting up to
-    `robot_description_timeout` s. The URDF text used is kept in `node.robot_description_xml`
-    ('' when it came from `urdf_path`).
+    Declares the robot-model parameters of the schema (``robot_model_parameters.yaml``). With
+    `robot_description` and `urdf_path` empty and `robot_description_topic` set, the URDF is
+    read from that topic (std_msgs/String, transient local: what robot_state_publisher
+    publishes), waiting up to `robot_description_timeout` s.
 
     Raises:
         StartupError: no model source is set, or the model cannot be built.
     """
-    description = declare_read_only(
-        node, 'robot_description', '', 'URDF XML of the robot (the ROS convention)'
-    )
-    path = declare_read_only(
-        node, 'urdf_path', '', 'URDF file, used when robot_description is empty'
-    )
-    floating_base = declare_read_only(
-        node, 'floating_base', False, 'true: the root link is a free-flyer (legged robots)'
-    )
-    topic = declare_read_only(
-        node,
-        'robot_description_topic',
-        '',
-        'read the URDF from this topic (std_msgs/String, transient local) when '
-        'robot_description and urdf_path are empty',
-    )
-    timeout_s = declare_read_only(
-        node, 'robot_description_timeout', 10.0, 'seconds to wait for robot_description_topic'
-    )
+    values = declare_all(node, load_schema('robot_model'))
+    description, path = values['robot_description'], values['urdf_path']
+    topic = values['robot_description_topic']
     if not description and not path and topic:
-        description = _wait_for_description(node, topic, float(timeout_s))
-    node.robot_description_xml = description
+        description = _wait_for_description(
+            node, topic, float(values['robot_description_timeout'])
+        )
+    floating_base = values['floating_base']
     try:
         if description:
-            return RobotModel.from_urdf_string(description, floating_base)
+            robot = RobotModel.from_urdf_string(description, floating_base)
+            return RobotSource(robot, description, Path.cwd())
         if path:
-            return RobotModel.from_urdf_path(path, floating_base)
-    except ModelError as error:
+            robot = RobotModel.from_urdf_path(path, floating_base)
+            return RobotSource(robot, Path(path).read_text(), Path(path).resolve().parent)
+    except (ModelError, OSError) as error:
         raise StartupError(f'cannot load the robot model: {error}') from error
     raise StartupError(
         "no robot model: set parameter 'robot_description' (URDF XML) or 'urdf_path' (a URDF file)"
@@ -142,11 +130,6 @@ def _shut_down(node: Node | None) -> None:
     except rclpy_implementation.RCLError:
         if rclpy.ok():
             raise
-
-
-def exit_with(code: int) -> None:
-    """sys.exit for console-script entry points."""
-    sys.exit(code)
 
 
 def executable(name: str) -> str:

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 import math
 import os
-from pathlib import Path
+import sys
 import time
 
 from nav_msgs.msg import Odometry
@@ -41,8 +41,8 @@ from std_msgs.msg import Float64MultiArray
 from wbc_control.exceptions import WbcError
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.ros.runtime import (
+    RobotSource,
     StartupError,
-    exit_with,
     load_robot_model,
     run_node,
 )
@@ -132,9 +132,10 @@ class SimNode(Node):
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        robot = load_robot_model(self)
+        source = load_robot_model(self)
+        robot = source.robot
         self.settings = declare_sim_parameters(self, robot)
-        self.sim = self._build_simulation(robot)
+        self.sim = self._build_simulation(source)
         self.commands = TorqueCommandInput(
             robot.n_actuated, self.settings.command_index, self.settings.command_timeout_s
         )
@@ -187,13 +188,12 @@ class SimNode(Node):
             self._viewer = None
         super().destroy_node()
 
-    def _build_simulation(self, robot: RobotModel) -> MujocoSimulation:
-        description = self.robot_description_xml  # set by load_robot_model
-        path = self.get_parameter('urdf_path').value
-        urdf_xml = description or Path(path).read_text()
-        directory = Path.cwd() if description else Path(path).resolve().parent
+    def _build_simulation(self, source: RobotSource) -> MujocoSimulation:
+        robot = source.robot
         try:
-            mujoco_robot = build_mujoco_robot(urdf_xml, self.settings.options, directory)
+            mujoco_robot = build_mujoco_robot(
+                source.urdf_xml, self.settings.options, source.directory
+            )
             sim = MujocoSimulation(robot, mujoco_robot)
             sim.reset(self.settings.initial_positions, self.settings.initial_base_pose)
             if robot.floating_base and self.settings.initial_base_pose is None:
@@ -572,7 +572,7 @@ def _open_viewer(node: Node):
 
 def main(args: list[str] | None = None) -> None:
     """Console-script entry point `wbc_sim`."""
-    exit_with(run_node(SimNode, NODE_NAME, args))
+    sys.exit(run_node(SimNode, NODE_NAME, args))
 
 
 if __name__ == '__main__':

@@ -29,7 +29,7 @@ from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.sim.mujoco_model import MujocoOptions, MujocoSimulation, build_mujoco_robot
 
-CONFIG = Path(__file__).resolve().parent.parent / 'config'
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
 START_TIMEOUT_S = 60.0
 STALL_TIMEOUT_S = 20.0
 #: Simulated time per command. 4 ms keeps the 10 s Talos run near a minute of wall time on a

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LINTED = ['wbc_control', 'test', 'launch', 'setup.py']
 
 

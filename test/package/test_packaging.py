@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = 'wbc_control'
 
 EXEC_DEPENDS = {

@@ -38,7 +38,7 @@ from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_state import RobotState
 from wbc_control.ros.controller_node import ControllerNode
 
-CONFIG = Path(__file__).resolve().parent.parent / 'config' / 'panda_controller.yaml'
+CONFIG = Path(__file__).resolve().parents[2] / 'config' / 'panda_controller.yaml'
 URDF = str(example_robot_urdf('panda')[0])
 READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
 JOINTS = list(robot('panda').joint_names)

@@ -43,7 +43,7 @@ from wbc_control.exceptions import (
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
-CONFIG = Path(__file__).resolve().parent.parent / 'config' / 'panda_controller.yaml'
+CONFIG = Path(__file__).resolve().parents[2] / 'config' / 'panda_controller.yaml'
 READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
 HAND = {'type': 'frame_pose', 'frame': 'panda_hand', 'kp': 100.0}
 
