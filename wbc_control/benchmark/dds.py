@@ -165,6 +165,7 @@ def dds_benchmark(
                 return {'status': f'failed: {error}', 'controller_log': node_process.log_tail()}
     return {
         'status': 'ok',
+        'robot': robot_name,
         'domain_id': domain_id,
         'seconds': seconds,
         'rates': runs['controller'],

@@ -11,6 +11,7 @@ so that tick / floor does not depend on how loaded the machine is.
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 import gc
+import sys
 import time
 
 import numpy as np
@@ -22,6 +23,7 @@ from wbc_control.model.robot_state import RobotState
 
 DEFAULT_TICKS = 5000
 WARMUP_TICKS = 200
+CALL_COUNT_TICKS = 300
 INPUT_POOL_SIZE = 256
 JOINT_SPEED_RAD_S = 0.5  # standard deviation of the random joint velocities
 BASE_SPEED = 0.2  # m/s and rad/s, standard deviation of the random base twist
@@ -86,6 +88,50 @@ def summary_us(durations_ns: Sequence[float]) -> dict[str, float]:
     }
 
 
+def tick_function(
+    scenario: Scenario, state: RobotState, q: np.ndarray, v: np.ndarray
+) -> Callable[[JointStateSample], None]:
+    """One controller tick as the node runs it: joint state in numpy -> torque."""
+    robot, controller = scenario.robot, scenario.controller
+
+    def tick(sample: JointStateSample) -> None:
+        robot.configuration(sample.positions, sample.base_pose, out=q)
+        robot.velocity(sample.velocities, sample.base_twist, out=v)
+        state.update(q, v)
+        controller.compute(state)
+
+    return tick
+
+
+def count_calls(scenario: Scenario, ticks: int = CALL_COUNT_TICKS, seed: int = 1) -> dict:
+    """Function calls per tick, counted with `sys.setprofile` (a figure noise cannot move).
+
+    `python` counts calls of Python functions, `c` calls of C functions (numpy, Pinocchio,
+    builtins) made from Python; `total` is their sum, the per-call overhead a tick pays.
+    The tick function itself is one of the Python calls.
+    """
+    robot = scenario.robot
+    state = RobotState(robot)
+    tick = tick_function(scenario, state, np.empty(robot.nq), np.empty(robot.nv))
+    samples = random_samples(robot, INPUT_POOL_SIZE, seed)
+    for sample in samples[: WARMUP_TICKS // 20]:
+        tick(sample)
+    counts = {'call': 0, 'c_call': 0}
+
+    def profile(frame, event, argument) -> None:
+        if event in counts:
+            counts[event] += 1
+
+    sys.setprofile(profile)
+    try:
+        for index in range(ticks):
+            tick(samples[index % len(samples)])
+    finally:
+        sys.setprofile(None)
+    python, c = counts['call'] / ticks, counts['c_call'] / ticks
+    return {'python': python, 'c': c, 'total': python + c, 'ticks': ticks}
+
+
 def measure_ticks(scenario: Scenario, ticks: int = DEFAULT_TICKS, seed: int = 0) -> dict:
     """Time `ticks` controller ticks and as many floor evaluations, interleaved.
 
@@ -97,16 +143,14 @@ def measure_ticks(scenario: Scenario, ticks: int = DEFAULT_TICKS, seed: int = 0)
     floor = pinocchio_floor(robot, scenario.uses_com)
     samples = random_samples(robot, INPUT_POOL_SIZE, seed)
     q, v = np.empty(robot.nq), np.empty(robot.nv)
+    tick = tick_function(scenario, state, q, v)
     wall, cpu = time.perf_counter_ns, time.thread_time_ns
     records = np.empty((ticks, 4))  # wall tick, wall floor, cpu tick, cpu floor (ns)
     gc.collect()
     for index in range(-WARMUP_TICKS, ticks):
         sample = samples[index % len(samples)]
         wall_0, cpu_0 = wall(), cpu()
-        robot.configuration(sample.positions, sample.base_pose, out=q)
-        robot.velocity(sample.velocities, sample.base_twist, out=v)
-        state.update(q, v)
-        controller.compute(state)
+        tick(sample)
         wall_1, cpu_1 = wall(), cpu()
         floor(q, v)
         wall_2, cpu_2 = wall(), cpu()
@@ -127,7 +171,9 @@ def measure_ticks(scenario: Scenario, ticks: int = DEFAULT_TICKS, seed: int = 0)
         'tick_us': tick_us,
         'floor_us': floor_us,
         'ratio': tick_us['median'] / floor_us['median'],
+        'p99_over_p50': tick_us['p99'] / tick_us['median'],
         'tick_cpu_us': tick_cpu_us,
         'floor_cpu_us': floor_cpu_us,
         'ratio_cpu': tick_cpu_us['median'] / floor_cpu_us['median'],
+        'calls_per_tick': count_calls(scenario),
     }
