@@ -17,6 +17,7 @@ TOOL_PACKAGES = ('ros', 'sim', 'demo', 'benchmark')
 PROBE = textwrap.dedent(
     """
     import importlib
+    import itertools
     import json
     import pkgutil
     import sys
@@ -50,7 +51,7 @@ PROBE = textwrap.dedent(
             continue
         name = 'wbc_control.' + info.name
         module = importlib.import_module(name)
-        names = [name] + (list(modules(module)) if info.ispkg else [])
+        names = itertools.chain([name], modules(module) if info.ispkg else [])
         for each in names:
             imported.append(each)
             pulled = forbidden()
