@@ -1,4 +1,4 @@
-"""Tests of the diagnostics sidecar ``wbc_diagnostics`` over real DDS (seed 001).
+"""Tests of the diagnostics sidecar ``wbc_diagnostics`` over real DDS (Shah & Saha 2013).
 
 The node runs as a separate process (its console script); the test process publishes
 sensor_msgs/JointState and /clock and reads /diagnostics and the Float64 topics. Expected values
@@ -7,7 +7,7 @@ wbc_control.conditioning.estimators.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 import math
 import signal
 
@@ -23,15 +23,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
 from wbc_control.benchmark.rod_chain import serial_chain_urdf
-from wbc_control.exceptions import InvalidValue
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import RobotModel
-from wbc_control.ros.diagnostics_node import (
-    ConditioningMonitor,
-    DiagnosticsSettings,
-    Level,
-    settings_from,
-)
 
 SCRIPT = 'wbc_diagnostics'
 REQUIRED_KEYS = {
@@ -49,7 +42,7 @@ REQUIRED_KEYS = {
 # Worst |delta_s - kappa| / kappa of the 4-rod chain swinging down from horizontal, alpha
 # anchored at t = 0 (test_conditioning module docstring), with that module's 20 % margin.
 FOUR_LINK_SWING_MAX_ERROR = 1.2 * 0.950
-# Seed 001, below eq (9): kappa_2 of the straight 4-link chain.
+# Shah & Saha 2013, below eq (9): kappa_2 of the straight 4-link chain.
 EQ7_CONDITION_NUMBER = 1074.0
 RTOL = 1e-12
 # Start-up of a node process, generous for a loaded machine.
@@ -388,6 +381,13 @@ def test_structural_parameters_are_read_only(panda):
     assert 'read-only' in result.reason
 
 
+def test_unknown_live_parameter_is_refused_naming_the_closest(panda):
+    (result,) = panda.set_parameters(warn_condtion=100.0)
+    assert not result.successful
+    assert "unknown parameter 'warn_condtion'" in result.reason
+    assert "'warn_condition'" in result.reason
+
+
 def test_estimate_sets_the_level_when_the_exact_value_is_old(panda, panda_robot):
     assert all(r.successful for r in panda.set_parameters(exact_rate=0.05))
     try:
@@ -463,7 +463,7 @@ def test_stale_input_warns(panda):
 
 
 # ---------------------------------------------------------------------------------------------
-# Floating base, the 4-link chain of seed 001 with sim time, start-up and shutdown
+# Floating base, the 4-link chain of Shah & Saha 2013 (eqs 7-9) with sim time, start-up, shutdown
 
 
 def test_floating_base_talos_matches_numpy_whatever_the_base_pose(probe):
@@ -485,7 +485,7 @@ def test_floating_base_talos_matches_numpy_whatever_the_base_pose(probe):
 
 
 def four_link_swing(robot: RobotModel, sample_times_s: list[float]) -> list[np.ndarray]:
-    """Seed 001's 4-rod chain falling from horizontal: q at the sample times (1 ms Euler)."""
+    """The 4-rod chain of Shah & Saha 2013 falling from horizontal: q at the times (1 ms Euler)."""
     model, data = robot.model, robot.model.createData()
     q, v = np.zeros(model.nq), np.zeros(model.nv)
     samples = []
@@ -571,6 +571,15 @@ def test_invalid_start_up_parameter_exits_non_zero_naming_it():
     assert 'Traceback' not in output
 
 
+def test_unknown_start_up_parameter_exits_non_zero_naming_the_closest():
+    parameters = {'robot_description': serial_chain_urdf(2), 'publish_rat': 5.0}
+    with NodeProcess(SCRIPT, parameters) as node:
+        assert node.wait(STARTUP_TIMEOUT_S) != 0
+        output = node.output()
+    assert "unknown parameter 'publish_rat'" in output and "'publish_rate'" in output
+    assert 'Traceback' not in output
+
+
 def test_sigterm_and_sigint_exit_cleanly(probe):
     urdf = serial_chain_urdf(3)
     robot = RobotModel.from_urdf_string(urdf)
@@ -593,44 +602,3 @@ def test_sigterm_and_sigint_exit_cleanly(probe):
         output = sidecar.process.output()
         assert code == 0, output
         assert 'Traceback' not in output
-
-
-# ---------------------------------------------------------------------------------------------
-# The node's ROS-free parts, without a process
-
-
-def test_monitor_reports_error_on_a_singular_inertia_and_recovers():
-    monitor = ConditioningMonitor(DiagnosticsSettings())
-    assert monitor.add_state(np.diag([1.0, 0.0]), t_s=1.0) is None
-    report = monitor.report(1.1)
-    assert report.level == Level.ERROR
-    assert 'not positive definite' in report.message
-    assert monitor.add_state(np.diag([1.0, 4.0]), t_s=1.2) is not None
-    report = monitor.report(1.3)
-    assert report.level == Level.OK
-    assert dict(report.values)['condition_number'] == '4.0'
-
-
-def test_monitor_restart_anchors_again():
-    monitor = ConditioningMonitor(DiagnosticsSettings(exact_rate=0.0))
-    monitor.add_state(np.diag([1.0, 4.0]), t_s=5.0)
-    monitor.add_state(np.diag([1.0, 8.0]), t_s=6.0)
-    monitor.restart()
-    assert monitor.report(0.0).level == Level.STALE
-    estimate = monitor.add_state(np.diag([1.0, 8.0]), t_s=0.5)
-    assert estimate.anchored
-    assert estimate.scaled_diagonal_ratio == 8.0
-
-
-def test_settings_accept_integers_and_reject_other_types():
-    values = asdict(DiagnosticsSettings())
-    assert settings_from({**values, 'warn_condition': 100}).warn_condition == 100.0
-    for name, value in [
-        ('warn_condition', True),
-        ('exact_rate', '10'),
-        ('publish_rate', math.inf),
-    ]:
-        with pytest.raises(InvalidValue, match=name):
-            settings_from({**values, name: value})
-    with pytest.raises(InvalidValue, match='report_pivot_ratio'):
-        settings_from({**values, 'report_pivot_ratio': 1})

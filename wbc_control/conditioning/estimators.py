@@ -1,11 +1,11 @@
-"""Conditioning diagnostics of the joint-space inertia matrix M (seed 001, Shah & Saha 2013).
+"""Conditioning diagnostics of the joint-space inertia matrix M (Shah & Saha 2013).
 
 An ill-conditioned M magnifies small errors in the generalized forces into large errors in the
-joint accelerations (seed 001 eq 4), so its 2-norm condition number kappa is worth watching. The
-exact kappa needs a symmetric eigen-solve; the paper's cheap estimate is the diagonal ratio scaled
-by its value at an anchor sample, where an exact kappa was computed (seed 001 eq 15). This module
-gives both, and an estimator that runs the estimate every sample and the eigen-solve at a lower
-rate.
+joint accelerations (Shah & Saha 2013, eq 4), so its 2-norm condition number kappa (eq 6) is worth
+watching. The exact kappa needs a symmetric eigen-solve; the paper's cheap estimate is the diagonal
+ratio scaled by its value at an anchor sample, where an exact kappa was computed (eq 15). This
+module gives both, and an estimator that runs the estimate every sample and the eigen-solve at a
+lower rate.
 
 M may be any array-like square matrix; a float64 array is read in place, never copied.
 """
@@ -28,7 +28,7 @@ _TIME_TOLERANCE_S = 1e-9
 
 
 class SpectralCondition(NamedTuple):
-    """Extreme eigenvalues of M and its 2-norm condition number (seed 001 eq 6)."""
+    """Extreme eigenvalues of M and its 2-norm condition number (Shah & Saha 2013, eq 6)."""
 
     lambda_min: float
     lambda_max: float
@@ -40,8 +40,8 @@ class ConditioningEstimate(NamedTuple):
 
     Attributes:
         diagonal_ratio: delta = max M_ii / min M_ii of this sample.
-        scaled_diagonal_ratio: delta_s = alpha * delta, the estimate of kappa (seed 001 eq 15); on
-            an anchored sample it is the exact kappa itself.
+        scaled_diagonal_ratio: delta_s = alpha * delta, the estimate of kappa (Shah & Saha 2013,
+            eq 15); on an anchored sample it is the exact kappa itself.
         alpha: Scale factor kappa / delta of the latest anchor, in force after this sample.
         condition_number: Exact kappa if it was computed on this sample, else None.
         lambda_min: Smallest eigenvalue of M if computed on this sample, else None.
@@ -63,7 +63,7 @@ class ConditioningEstimate(NamedTuple):
 
 
 def condition_number(inertia: npt.ArrayLike) -> SpectralCondition:
-    """Compute kappa_2(M) = lambda_max / lambda_min from a symmetric eigen-solve (seed 001 eq 6).
+    """Compute kappa_2(M) = lambda_max / lambda_min by an eigen-solve (Shah & Saha 2013, eq 6).
 
     For a symmetric positive-definite M the singular values are the eigenvalues, so eq (5) becomes
     eq (6).
@@ -95,7 +95,7 @@ def condition_number(inertia: npt.ArrayLike) -> SpectralCondition:
 
 
 def diagonal_ratio(inertia: npt.ArrayLike) -> float:
-    """Compute the diagonal ratio delta = max M_ii / min M_ii (seed 001 section 4).
+    """Compute the diagonal ratio delta = max M_ii / min M_ii (Shah & Saha 2013, section 4).
 
     The paper writes delta = I_11 / I_nn for a serial chain, whose first diagonal element is the
     largest and last the smallest; max / min equals that there and extends to trees. Since
@@ -124,10 +124,10 @@ def diagonal_ratio(inertia: npt.ArrayLike) -> float:
 def pivot_ratio(inertia: npt.ArrayLike) -> float:
     """Compute the pivot ratio of M: largest over smallest pivot of Gaussian elimination.
 
-    Included only as seed 001's NEGATIVE result: the paper (section 4, Fig. 4) shows that the
-    pivot ratio of Mittra and Klein does not follow the trend of the condition number of a serial
-    chain's inertia matrix. Do not use it to estimate kappa; use :func:`diagonal_ratio` scaled as
-    in :class:`ScaledDiagonalRatioEstimator`.
+    Included only as Shah & Saha 2013's NEGATIVE result: the paper (section 4, Fig. 4) shows that
+    the pivot ratio of Mittra and Klein does not follow the trend of the condition number of a
+    serial chain's inertia matrix. Do not use it to estimate kappa; use :func:`diagonal_ratio`
+    scaled as in :class:`ScaledDiagonalRatioEstimator`.
 
     The pivots of elimination without pivoting are the diagonal of D in M = L D L^T, obtained from
     the Cholesky factor M = C C^T as diag(C)^2.
@@ -152,7 +152,7 @@ def pivot_ratio(inertia: npt.ArrayLike) -> float:
 
 
 class ScaledDiagonalRatioEstimator:
-    """Estimate kappa_2(M) every sample by the scaled diagonal ratio (seed 001 eq 15).
+    """Estimate kappa_2(M) every sample by the scaled diagonal ratio (Shah & Saha 2013, eq 15).
 
     delta_s = alpha * delta with alpha = kappa(t0) / delta(t0), anchored at the first sample, so
     that delta_s equals kappa there. Two optional periods add exact eigen-solves:

@@ -14,10 +14,10 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from wbc_control.config.schema import load_schema
+from wbc_control.config.schema import ParameterSchema, load_schema
 from wbc_control.exceptions import ModelError, StartupError, WbcError
 from wbc_control.model.robot_model import RobotModel
-from wbc_control.ros.parameters import declare_all
+from wbc_control.ros.parameters import check_overrides, declare, declare_all
 
 
 class RobotSource(NamedTuple):
@@ -60,6 +60,25 @@ def load_robot_model(node: Node) -> RobotSource:
         "no robot model: set parameter 'robot_description' (URDF XML) or 'urdf_path' (a URDF file)"
         ' (or robot_description_topic)'
     )
+
+
+def declare_node_parameters(node: Node, schema: ParameterSchema) -> dict[str, object]:
+    """Declare what `schema` adds to the robot-model parameters; refuse unknown given names.
+
+    Call after :func:`load_robot_model`, which declares the robot-model parameters the schema
+    includes.
+
+    Returns:
+        Name -> value of the parameters declared here.
+
+    Raises:
+        StartupError: a value breaks its rule, or a given parameter is not in the schema.
+    """
+    values = {
+        spec.name: declare(node, spec) for spec in schema if not node.has_parameter(spec.name)
+    }
+    check_overrides(node, schema)
+    return values
 
 
 def _wait_for_description(node: Node, topic: str, timeout_s: float) -> str:
