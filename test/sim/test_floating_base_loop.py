@@ -21,13 +21,15 @@ from robots import robot
 from ros_support import NodeProcess, RosProbe
 from scipy.spatial import ConvexHull
 from sensor_msgs.msg import JointState
+from sim_support import pinocchio_state
 import yaml
 
 from wbc_control.demo.scenarios import SCENARIOS
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
-from wbc_control.sim.mujoco_model import MujocoOptions, MujocoSimulation, build_mujoco_robot
+from wbc_control.sim.simulation import MujocoSimulation
+from wbc_control.sim.urdf_to_mujoco import MujocoOptions, build_mujoco_robot
 
 CONFIG = Path(__file__).resolve().parents[2] / 'config'
 START_TIMEOUT_S = 60.0
@@ -287,7 +289,7 @@ def test_box_collision_links_stand_talos_on_the_corners_of_its_soles():
     contacts = sim.data.contact[: sim.data.ncon]
     assert len(contacts) == 8  # 4 corners per sole
     state = RobotState(talos)
-    state.update(*sim.pinocchio_state())
+    state.update(*pinocchio_state(sim))
     for sole in TALOS_SOLES:
         oMs = state.frame_placement(talos.frame_id(sole))
         assert abs(oMs.translation[2]) < 2e-3  # the box bottom is flush with the sole frame

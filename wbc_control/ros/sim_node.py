@@ -15,10 +15,10 @@ applies `effort_controller/commands` as joint torques and publishes `joint_state
   `lockstep_resend_period` s of wall time, so a state or command lost in transit never stalls
   the loop.
 
-Everything MuJoCo-specific lives in :mod:`wbc_control.sim.mujoco_model`.
+The MuJoCo model is built by :mod:`wbc_control.sim.urdf_to_mujoco` and run by
+:mod:`wbc_control.sim.simulation`; commands and pacing are :mod:`wbc_control.sim.command_input`.
 """
 
-from collections import Counter
 from dataclasses import dataclass
 import math
 import os
@@ -46,66 +46,14 @@ from wbc_control.ros.runtime import (
     load_robot_model,
     run_node,
 )
-from wbc_control.sim.mujoco_model import (
-    MujocoOptions,
-    MujocoSimulation,
-    build_mujoco_robot,
-)
+from wbc_control.sim.command_input import CommandRejected, RealTimePacer, TorqueCommandInput
+from wbc_control.sim.simulation import MujocoSimulation
+from wbc_control.sim.urdf_to_mujoco import MujocoOptions, build_mujoco_robot
 
 NODE_NAME = 'wbc_sim'
 COMMAND_TOPIC = 'effort_controller/commands'
-#: Pacing never runs more than this many publish periods in one timer callback; beyond that the
-#: simulation drops the backlog (it is slower than the requested real-time factor).
-_MAX_CATCH_UP_PERIODS = 10
 _VIEWER_PERIOD_S = 1.0 / 60.0
 RCLError = rclpy_implementation.RCLError
-
-
-class CommandRejected(WbcError):
-    """A torque command was not applied; `reason` is a short key used for counting."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        self.reason = reason
-        super().__init__(f'{reason}: {detail}')
-
-
-class TorqueCommandInput:
-    """Validates commands in `command_joints` order and holds them in actuated-joint order.
-
-    Joints outside `command_joints` get zero torque. In paced mode a command older than
-    `timeout_s` of simulated time (or none at all) means zero torque on every joint.
-    """
-
-    def __init__(self, n_actuated: int, command_index: np.ndarray, timeout_s: float) -> None:
-        self._index = command_index  # (n_cmd,) actuated position of each command entry
-        self._timeout_s = timeout_s
-        self._torque = np.zeros(n_actuated)
-        self._received_s = -math.inf
-        self.rejected: Counter[str] = Counter()
-
-    def accept(self, values: np.ndarray, now_s: float) -> np.ndarray:
-        """Store one command (raises CommandRejected); returns the torque in actuated order."""
-        if values.shape != self._index.shape:
-            self._reject(
-                'length',
-                f'{values.shape[0]} values, expected {self._index.shape[0]} '
-                '(one per command_joints entry)',
-            )
-        if not np.isfinite(values).all():
-            self._reject('non_finite', 'NaN or Inf in the command')
-        self._torque[:] = 0.0
-        self._torque[self._index] = values
-        self._received_s = now_s
-        return self._torque
-
-    def torque_at(self, now_s: float) -> tuple[np.ndarray, bool]:
-        """The torque to apply at simulated time `now_s`, and whether the input is stale."""
-        stale = self._timeout_s > 0.0 and now_s - self._received_s > self._timeout_s
-        return (np.zeros_like(self._torque) if stale else self._torque), stale
-
-    def _reject(self, reason: str, detail: str) -> None:
-        self.rejected[reason] += 1
-        raise CommandRejected(reason, detail)
 
 
 @dataclass(frozen=True)
@@ -175,10 +123,11 @@ class SimNode(Node):
             period_s = min(resend_s / 4.0, 0.05) if resend_s > 0.0 else 0.05
             self.create_timer(period_s, self._on_resend_timer, clock=steady)
             return
-        self._pacer = RealTimePacer(settings, self.sim.timestep_s)
+        publish_period_s = settings.publish_steps * self.sim.timestep_s
+        self._pacer = RealTimePacer(settings.real_time_factor, publish_period_s)
         period_s = 0.0
         if settings.real_time_factor > 0.0:
-            period_s = settings.publish_steps * self.sim.timestep_s / settings.real_time_factor
+            period_s = publish_period_s / settings.real_time_factor
         self.create_timer(period_s, self._on_physics_timer, clock=steady)
 
     def destroy_node(self) -> None:
@@ -337,37 +286,6 @@ class SimNode(Node):
             f"simulating '{robot.name}' ({robot.n_actuated} joints, {base}); {mode}; "
             f"commands on '{self.resolve_topic_name(COMMAND_TOPIC)}'"
         )
-
-
-class RealTimePacer:
-    """How many publish periods the simulation owes the wall clock at each timer callback.
-
-    The wall clock starts at the first call, so start-up time is not counted as a backlog.
-    """
-
-    def __init__(self, settings: SimSettings, timestep_s: float) -> None:
-        self._factor = settings.real_time_factor
-        self._period_s = settings.publish_steps * timestep_s
-        self._start_wall_s: float | None = None
-        self._start_sim_s = 0.0
-        self.dropped_backlog = False
-
-    def periods_due(self, sim_time_s: float) -> int:
-        """Whole publish periods to run now (1 when running as fast as possible)."""
-        self.dropped_backlog = False
-        if self._factor == 0.0:
-            return 1
-        now_s = time.monotonic()
-        if self._start_wall_s is None:
-            self._start_wall_s, self._start_sim_s = now_s, sim_time_s
-        target_s = self._start_sim_s + self._factor * (now_s - self._start_wall_s)
-        due = math.floor((target_s - sim_time_s) / self._period_s + 1e-9)
-        if due > _MAX_CATCH_UP_PERIODS:
-            self.dropped_backlog = True
-            self._start_wall_s = now_s
-            self._start_sim_s = sim_time_s + _MAX_CATCH_UP_PERIODS * self._period_s
-            return _MAX_CATCH_UP_PERIODS
-        return max(due, 0)
 
 
 def declare_sim_parameters(node: Node, robot: RobotModel) -> SimSettings:

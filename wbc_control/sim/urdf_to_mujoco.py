@@ -1,4 +1,4 @@
-"""MuJoCo model of a URDF robot, with the joint conventions of :class:`RobotModel`.
+"""URDF -> MuJoCo model, with the dynamics Pinocchio computes from the same URDF.
 
 The simulator must integrate the same rigid-body dynamics the controller models, so the URDF is
 converted with every MuJoCo convenience that would change them turned off:
@@ -12,9 +12,8 @@ converted with every MuJoCo convenience that would change them turned off:
 - links attached by fixed joints are fused into their parent (`fusestatic`), which changes no
   inertia and removes massless static bodies.
 
-With this, M(q) and the bias forces agree with Pinocchio to rounding error (see
-test/test_mujoco_model.py). Joint position limits stay as MuJoCo limit constraints (hard stops);
-URDF effort limits do not clip anything: torques enter through `qfrc_applied` as commanded.
+With this, M(q) and the bias forces agree with Pinocchio to rounding error. Joint position limits
+stay as MuJoCo limit constraints (hard stops); URDF effort limits do not clip anything.
 
 Meshes. `package://` URIs are resolved against example-robot-data, `AMENT_PREFIX_PATH` and
 `ROS_PACKAGE_PATH`; `file://` and relative paths against the URDF's directory. Meshes MuJoCo cannot
@@ -28,17 +27,12 @@ lowest vertex, so a mesh sole (e.g. Talos's ankle mesh) stands on a small patch 
 not on its whole sole. For the links listed in `box_collision_links` every collision mesh is
 replaced by its bounding box in the link frame, which touches a plane at its 4 corners.
 
-Floating base. A free joint is added to the root link. MuJoCo's free-joint velocity is
-(linear velocity of the body origin in the *world* frame, angular velocity in the *body* frame),
-while Pinocchio's free-flyer velocity has both parts in the body frame:
-v_mujoco = T v_pinocchio with T = blockdiag(R, I₃, I). :class:`MujocoSimulation` converts, so
-everything it returns is in Pinocchio / nav_msgs conventions (quaternion xyzw, twist in the base
-frame).
+Floating base. A free joint named `floating_base` is added to the root link.
 
 This module needs the optional dependency `mujoco`; it never imports rclpy.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 import os
 from pathlib import Path
@@ -48,17 +42,14 @@ import xml.etree.ElementTree as ET
 
 import mujoco
 import numpy as np
-import numpy.typing as npt
 
-from wbc_control.exceptions import InvalidShape, InvalidValue, ModelError
+from wbc_control.exceptions import InvalidValue, ModelError
 from wbc_control.model.example_robots import robots_directory
-from wbc_control.model.robot_model import FREE_FLYER_NQ, FREE_FLYER_NV, RobotModel
 
 #: Mesh file suffixes MuJoCo decodes (compared case-insensitively).
 SUPPORTED_MESH_SUFFIXES = frozenset({'.stl', '.obj', '.msh'})
 GROUND_PLANE_NAME = 'ground_plane'
-_ROBOT_COLLISION_GROUP = 0
-_FREE_JOINT_NAME = 'floating_base'
+FREE_JOINT_NAME = 'floating_base'
 
 
 class DroppedMesh(NamedTuple):
@@ -339,7 +330,7 @@ def _configure_spec(spec: mujoco.MjSpec, root_link: str, options: MujocoOptions)
         base = spec.body(root_link)
         if base is None or root_link == 'world':
             raise ModelError(f"root link '{root_link}' cannot carry a floating base")
-        base.add_freejoint(name=_FREE_JOINT_NAME)
+        base.add_freejoint(name=FREE_JOINT_NAME)
     if options.ground_plane:
         spec.worldbody.add_geom(
             name=GROUND_PLANE_NAME,
@@ -350,265 +341,3 @@ def _configure_spec(spec: mujoco.MjSpec, root_link: str, options: MujocoOptions)
             rgba=[0.6, 0.6, 0.6, 1.0],
         )
         spec.worldbody.add_light(pos=[0.0, 0.0, 5.0], dir=[0.0, 0.0, -1.0])
-
-
-class JointAddresses(NamedTuple):
-    """Where each actuated joint (in :class:`RobotModel` order) lives in MuJoCo's arrays."""
-
-    qpos: np.ndarray  # (n_act,) qpos address
-    dof: np.ndarray  # (n_act,) qvel / qfrc address
-    continuous: np.ndarray  # (c,) positions in actuated order of continuous joints
-
-
-class MujocoSimulation:
-    """A MuJoCo model and data exchanged in the controller's conventions.
-
-    Joint vectors are in the actuated-joint order of the :class:`RobotModel` built from the same
-    URDF; continuous joints are angles wrapped to [-π, π). The base pose is (xyz, quaternion
-    xyzw) in the world frame and the base twist (linear, angular) is in the base frame.
-    """
-
-    def __init__(self, robot: RobotModel, mujoco_robot: MujocoRobot) -> None:
-        if robot.floating_base != mujoco_robot.floating_base:
-            raise ModelError('the Pinocchio and MuJoCo models disagree about the floating base')
-        self.robot = robot
-        self.model = mujoco_robot.model
-        self.data = mujoco.MjData(self.model)
-        self.root_link = mujoco_robot.root_link
-        self.joints = _joint_addresses(self.model, robot)
-        self._base_body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, self.root_link)
-        self._base_qpos, self._base_dof = self._free_joint_addresses()
-        self._pinocchio_dofs = self._pinocchio_dof_order()
-        self.applied_torque = np.zeros(robot.n_actuated)
-        mujoco.mj_forward(self.model, self.data)
-
-    @property
-    def time_s(self) -> float:
-        """Simulated time since the last reset."""
-        return float(self.data.time)
-
-    @property
-    def timestep_s(self) -> float:
-        """Physics step."""
-        return float(self.model.opt.timestep)
-
-    def reset(
-        self,
-        joint_positions: npt.ArrayLike | None = None,
-        base_pose: npt.ArrayLike | None = None,
-    ) -> None:
-        """Reset time to 0, velocities and torques to 0, and set the configuration.
-
-        Args:
-            joint_positions: actuated order; default zeros.
-            base_pose: xyz + quaternion xyzw (floating base only); default identity.
-        """
-        mujoco.mj_resetData(self.model, self.data)
-        positions = np.zeros(self.robot.n_actuated) if joint_positions is None else joint_positions
-        positions = _vector(positions, self.robot.n_actuated, 'joint positions')
-        self.data.qpos[self.joints.qpos] = positions
-        if self._base_qpos is not None:
-            pose = _vector(
-                (0, 0, 0, 0, 0, 0, 1) if base_pose is None else base_pose,
-                FREE_FLYER_NQ,
-                'base pose',
-            )
-            self.data.qpos[self._base_qpos] = _pose_xyzw_to_mujoco(pose)
-        elif base_pose is not None:
-            raise InvalidValue('a base pose needs a floating base')
-        self.applied_torque[:] = 0.0
-        self.data.qfrc_applied[:] = 0.0
-        mujoco.mj_forward(self.model, self.data)
-
-    def place_on_ground(self, clearance_m: float = 0.001) -> float:
-        """Lift or lower the floating base so that its lowest collision geometry touches z = 0.
-
-        Uses bounding boxes, so the robot may start a few millimetres high and settle. Returns
-        the base height.
-        """
-        if self._base_qpos is None:
-            raise InvalidValue('only a floating base can be placed on the ground')
-        mujoco.mj_kinematics(self.model, self.data)
-        lowest = _lowest_collision_point(self.model, self.data)
-        if np.isfinite(lowest):
-            self.data.qpos[self._base_qpos[2]] += clearance_m - lowest
-        mujoco.mj_forward(self.model, self.data)
-        return float(self.data.qpos[self._base_qpos[2]])
-
-    def apply_torque(self, torque: npt.ArrayLike) -> None:
-        """Hold joint torques (actuated order, N·m or N) until the next call; not clipped."""
-        torque = _vector(torque, self.robot.n_actuated, 'joint torques')
-        if not np.isfinite(torque).all():
-            raise InvalidValue('joint torques must be finite')
-        self.applied_torque[:] = torque
-        self.data.qfrc_applied[self.joints.dof] = torque
-
-    def step(self, count: int = 1) -> None:
-        """Advance `count` physics steps with the held torques."""
-        mujoco.mj_step(self.model, self.data, nstep=count)
-
-    def joint_positions(self) -> np.ndarray:
-        """Actuated joint positions; continuous joints as angles in [-π, π), `(n_act,)`."""
-        positions = self.data.qpos[self.joints.qpos]
-        wrapped = positions[self.joints.continuous]
-        positions[self.joints.continuous] = np.mod(wrapped + np.pi, 2.0 * np.pi) - np.pi
-        return positions
-
-    def joint_velocities(self) -> np.ndarray:
-        """Actuated joint velocities, `(n_act,)`."""
-        return self.data.qvel[self.joints.dof].copy()
-
-    def base_pose(self) -> np.ndarray:
-        """Base position and orientation in the world, (x, y, z, qx, qy, qz, qw)."""
-        self._require_floating_base()
-        pose = self.data.qpos[self._base_qpos]
-        return np.concatenate([pose[:3], pose[4:7], pose[3:4]])
-
-    def base_twist(self) -> np.ndarray:
-        """Base (linear, angular) velocity in the base frame, Pinocchio's free-flyer v[:6]."""
-        self._require_floating_base()
-        velocity = self.data.qvel[self._base_dof]
-        rotation_world_base = self._base_rotation()
-        return np.concatenate([rotation_world_base.T @ velocity[:3], velocity[3:]])
-
-    def pinocchio_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """(q, v) for the Pinocchio model of the same URDF."""
-        base_pose = self.base_pose() if self._base_qpos is not None else None
-        base_twist = self.base_twist() if self._base_qpos is not None else None
-        q = self.robot.configuration(self.joint_positions(), base_pose)
-        v = self.robot.velocity(self.joint_velocities(), base_twist)
-        return q, v
-
-    def set_pinocchio_state(self, q: npt.ArrayLike, v: npt.ArrayLike) -> None:
-        """Set MuJoCo's state from Pinocchio's (q, v) and recompute everything derived."""
-        q = _vector(q, self.robot.nq, 'q')
-        v = _vector(v, self.robot.nv, 'v')
-        base_pose = q[:FREE_FLYER_NQ] if self._base_qpos is not None else None
-        self.reset(self.robot.joint_positions(q), base_pose)
-        velocity = np.zeros(self.model.nv)
-        velocity[self._pinocchio_dofs] = v
-        if self._base_dof is not None:
-            velocity[self._base_dof[:3]] = self._base_rotation() @ v[:3]
-        self.data.qvel[:] = velocity
-        mujoco.mj_forward(self.model, self.data)
-
-    def mass_matrix(self) -> np.ndarray:
-        """M(q) in Pinocchio's velocity coordinates, `(nv, nv)`: Tᵀ M_mujoco T."""
-        full = np.zeros((self.model.nv, self.model.nv))
-        mujoco.mj_fullM(self.model, self.data, full)
-        transform = self._velocity_transform()
-        return transform.T @ full @ transform
-
-    def bias_forces(self) -> np.ndarray:
-        """h(q, v) = C(q, v) v + g(q) in Pinocchio's coordinates, `(nv,)`.
-
-        MuJoCo's `qfrc_bias` is for its own velocity; with a floating base the world-frame
-        linear velocity adds the term M_mujoco c with c = (R (ω × v_base), 0), so that
-        h = Tᵀ (qfrc_bias + M_mujoco c).
-        """
-        full = np.zeros((self.model.nv, self.model.nv))
-        mujoco.mj_fullM(self.model, self.data, full)
-        bias = self.data.qfrc_bias.copy()
-        if self._base_dof is not None:
-            twist = self.base_twist()
-            drift = np.zeros(self.model.nv)
-            drift[self._base_dof[:3]] = self._base_rotation() @ np.cross(twist[3:], twist[:3])
-            bias += full @ drift
-        return self._velocity_transform().T @ bias
-
-    def acceleration(self) -> np.ndarray:
-        """MuJoCo's last forward-dynamics acceleration in Pinocchio's coordinates, `(nv,)`."""
-        acceleration = self.data.qacc[self._pinocchio_dofs].copy()
-        if self._base_dof is not None:
-            twist = self.base_twist()
-            linear_world = self.data.qacc[self._base_dof[:3]]
-            acceleration[:3] = self._base_rotation().T @ linear_world - np.cross(
-                twist[3:], twist[:3]
-            )
-        return acceleration
-
-    def _velocity_transform(self) -> np.ndarray:
-        """T with v_mujoco = T v_pinocchio, `(nv, nv)`, columns in Pinocchio order."""
-        transform = np.zeros((self.model.nv, self.model.nv))
-        transform[self._pinocchio_dofs, np.arange(self.model.nv)] = 1.0
-        if self._base_dof is not None:
-            linear = self._base_dof[:3]
-            transform[np.ix_(linear, np.arange(3))] = self._base_rotation()
-        return transform
-
-    def _base_rotation(self) -> np.ndarray:
-        return self.data.xmat[self._base_body].reshape(3, 3).copy()
-
-    def _require_floating_base(self) -> None:
-        if self._base_qpos is None:
-            raise InvalidValue('the model has a fixed base')
-
-    def _free_joint_addresses(self) -> tuple[np.ndarray | None, np.ndarray | None]:
-        free = np.flatnonzero(self.model.jnt_type == mujoco.mjtJoint.mjJNT_FREE)
-        if not self.robot.floating_base:
-            return None, None
-        if free.size != 1:
-            raise ModelError(f'expected one free joint, found {free.size}')
-        qpos = self.model.jnt_qposadr[free[0]] + np.arange(FREE_FLYER_NQ)
-        dof = self.model.jnt_dofadr[free[0]] + np.arange(FREE_FLYER_NV)
-        return qpos, dof
-
-    def _pinocchio_dof_order(self) -> np.ndarray:
-        """MuJoCo dof address of each Pinocchio velocity coordinate, `(nv,)`."""
-        if self.model.nv != self.robot.nv:
-            raise ModelError(
-                f'MuJoCo has {self.model.nv} degrees of freedom, Pinocchio {self.robot.nv}'
-            )
-        order = np.empty(self.robot.nv, dtype=int)
-        order[self.robot.indices.v] = self.joints.dof
-        if self._base_dof is not None:
-            order[:FREE_FLYER_NV] = self._base_dof
-        return order
-
-
-def _joint_addresses(model: mujoco.MjModel, robot: RobotModel) -> JointAddresses:
-    ids = np.array([_joint_id(model, name) for name in robot.joint_names], dtype=int)
-    missing = [name for name, joint_id in zip(robot.joint_names, ids) if joint_id < 0]
-    if missing:
-        raise ModelError(f'MuJoCo model lacks joint(s) {", ".join(missing)}')
-    single = np.isin(
-        model.jnt_type[ids], (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
-    )
-    if not single.all():
-        raise ModelError('every actuated joint must be a hinge or slide joint in MuJoCo')
-    continuous = np.asarray(robot.indices.continuous_joints, dtype=int)
-    return JointAddresses(model.jnt_qposadr[ids], model.jnt_dofadr[ids], continuous)
-
-
-def _joint_id(model: mujoco.MjModel, name: str) -> int:
-    return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
-
-
-def _lowest_collision_point(model: mujoco.MjModel, data: mujoco.MjData) -> float:
-    """Lowest world z of the bounding boxes of the robot's colliding geometry."""
-    robot = (model.geom_bodyid > 0) & ((model.geom_contype | model.geom_conaffinity) > 0)
-    if not robot.any():
-        return np.inf
-    axis_z = data.geom_xmat[robot, 6:9]  # (g, 3) world z axis in each geom frame
-    center, half_size = model.geom_aabb[robot, :3], model.geom_aabb[robot, 3:]
-    lowest = (
-        data.geom_xpos[robot, 2]
-        + np.einsum('gi,gi->g', axis_z, center)
-        - np.einsum('gi,gi->g', np.abs(axis_z), half_size)
-    )
-    return float(lowest.min())
-
-
-def _pose_xyzw_to_mujoco(pose: np.ndarray) -> np.ndarray:
-    quaternion = pose[3:7]
-    norm = np.linalg.norm(quaternion)
-    if not np.isfinite(norm) or norm < 1e-9:
-        raise InvalidValue(f'base orientation quaternion {quaternion.tolist()} has zero norm')
-    return np.concatenate([pose[:3], [quaternion[3]], quaternion[:3]]) / np.r_[1, 1, 1, [norm] * 4]
-
-
-def _vector(values: npt.ArrayLike | Iterable[float], size: int, what: str) -> np.ndarray:
-    array = np.array(values, dtype=float).reshape(-1)
-    if array.shape != (size,):
-        raise InvalidShape(f'expected {size} {what}, got {array.shape[0]}')
-    return array
