@@ -7,7 +7,7 @@ import pytest
 from robots import random_state, robot
 
 from wbc_control.control.constrained_dynamics import dagger_terms
-from wbc_control.control.contacts import Contact, contact_jacobian
+from wbc_control.control.contacts import Contact, contact_force_reports, contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, SingularConstraint
 from wbc_control.model.robot_model import RobotModel
@@ -117,6 +117,27 @@ def test_pulling_contact_forces_are_reported():
     target = state.com - np.array([0.0, 0.0, 1.0])
     result = talos_controller(0, com_target=target, com_kp=100.0).compute(state)
     assert all(report.pulling for report in result.contacts)
+
+
+@pytest.mark.parametrize('kind', ['surface', 'point'])
+def test_friction_cone_report_between_mu_and_two_mu(kind):
+    """‖f_t‖ / f_n against μ: inside below μ, outside from just above μ on (not only past 2μ)."""
+    talos = robot('talos')
+    contact = Contact.create(talos, FEET[0], kind)
+    mu, normal = 0.5, 300.0
+    for ratio, outside in ((0.9, False), (1.01, True), (1.5, True), (1.99, True), (3.0, True)):
+        force = np.zeros(contact.dim)
+        tangential = np.array([0.6, 0.8]) * ratio * mu * normal  # in the xy plane of the world
+        force[:3] = [tangential[0], tangential[1], normal]
+        (report,) = contact_force_reports([contact], force, mu)
+        assert report.friction_ratio == pytest.approx(ratio * mu, rel=1e-12)
+        assert report.normal_force == pytest.approx(normal)
+        assert report.outside_friction_cone is outside, ratio
+        assert not report.pulling
+    force = np.zeros(contact.dim)
+    force[2] = -1.0
+    (report,) = contact_force_reports([contact], force, mu)
+    assert report.pulling and report.outside_friction_cone
 
 
 # Seed 000, section 5: a crank-slider whose coupler is massless. M is singular (eq 31) but the

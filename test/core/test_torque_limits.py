@@ -32,3 +32,23 @@ def test_invalid_limits_are_rejected(limits):
 def test_rate_limits_need_one_value_per_joint():
     with pytest.raises(InvalidShape):
         TorqueLimiter([1.0, 1.0], rate_limits=[1.0])
+
+
+def test_a_downward_step_is_rate_limited_too():
+    limiter = TorqueLimiter([100.0], rate_limits=[1000.0])
+    limiter.apply(np.array([10.0]), dt=0.001)
+    out = limiter.apply(np.array([-10.0]), dt=0.001)
+    np.testing.assert_allclose(out.torque, [9.0])
+    np.testing.assert_array_equal(out.rate_limited, [True])
+
+
+def test_the_next_step_is_measured_from_what_was_actually_sent():
+    """After a limited step the reference is the sent 1 N m, not the requested 50 N m."""
+    limiter = TorqueLimiter([100.0, 5.0], rate_limits=[1000.0, np.inf])
+    limiter.apply(np.zeros(2), dt=0.001)
+    limiter.apply(np.array([50.0, 50.0]), dt=0.001)  # sends [1, 5]
+    out = limiter.apply(np.array([-50.0, -50.0]), dt=0.001)
+    np.testing.assert_allclose(out.torque, [0.0, -5.0])  # 1 − 1, and the clipped −5
+    out = limiter.apply(np.array([50.0, 3.0]), dt=0.002)
+    np.testing.assert_allclose(out.torque, [2.0, 3.0])  # 0 + 1000 · 0.002
+    np.testing.assert_array_equal(out.rate_limited, [True, False])

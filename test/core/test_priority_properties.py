@@ -1,0 +1,283 @@
+"""What each priority level achieves, checked against independent computations.
+
+Khatib 1987 / Sentis & Khatib 2005: with Khatib's dynamically consistent inverse, every level
+whose task acceleration is feasible in the null space of the levels above reaches it exactly,
+J_k q̈ + J̇_k v = ẍ*_k, also when q̈ does not start at zero (the rigid contacts of Johnson 2024,
+eq 22, are the top level). The tasks of one level are stacked (Freitag 2015, "Simultaneous
+tasks"); when they conflict, the level's weights decide: the achieved acceleration minimises
+Σ wᵢ ‖ẍᵢ − ẍᵢ*‖² over the rows normalised by their mobility μᵢ = (J M⁻¹ Jᵀ)ᵢᵢ.
+
+The expected values come from the task objects (fresh instances) and numpy, never from the
+controller's own reports.
+"""
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+import numpy as np
+import pytest
+from robots import random_state, robot
+
+from wbc_control.control.contacts import Contact, contact_jacobian
+from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.model.robot_state import RobotState
+from wbc_control.tasks import (
+    ComTask,
+    FrameOrientationTask,
+    FramePoseTask,
+    FramePositionTask,
+    JointPostureTask,
+)
+
+seeds = st.integers(0, 2**31 - 1)
+FEET = ('left_sole_link', 'right_sole_link')
+
+
+THRESHOLD = 1e-3
+
+
+def controller(model, entries, **kwargs) -> PrioritizedController:
+    kwargs.setdefault('effort_limits', np.full(model.n_actuated, np.inf))
+    kwargs.setdefault('singular_value_threshold', THRESHOLD)
+    return PrioritizedController(model, entries, **kwargs)
+
+
+def exact(result) -> bool:
+    """No level was damped: Λ is the exact inverse, so feasible tasks are met exactly."""
+    return all(level.damped_directions == 0 for level in result.levels)
+
+
+def achieved(task, state: RobotState, acceleration: np.ndarray) -> np.ndarray:
+    """J q̈ + J̇v of a task, from its own terms."""
+    terms = task.compute(state)
+    return terms.jacobian @ acceleration + terms.drift
+
+
+def panda_levels(panda):
+    """Hand position (3 rows) above the link-7 orientation (3 rows): 6 of 9 directions."""
+    hand = FramePositionTask(panda, 'panda_hand', [0.4, 0.1, 0.5], kp=60.0, kd=10.0)
+    wrist = FrameOrientationTask(panda, 'panda_link7', [0.0, 0.0, 0.3, 0.95], kp=30.0, kd=8.0)
+    return hand, wrist
+
+
+@settings(max_examples=30, deadline=None)
+@given(seeds)
+def test_a_lower_level_reaches_its_desired_acceleration_when_it_is_feasible(seed):
+    panda = robot('panda')
+    state = random_state(panda, seed)
+    hand, wrist = panda_levels(panda)
+    entries = [TaskEntry('hand', hand, 0), TaskEntry('wrist', wrist, 1)]
+    result = controller(panda, entries).compute(state)
+    assume(exact(result))
+    fresh_hand, fresh_wrist = panda_levels(panda)
+    qdd = np.linalg.solve(state.mass_matrix, result.torque - state.nonlinear_effects)
+    for task in (fresh_hand, fresh_wrist):
+        desired = task.compute(state).desired_acceleration
+        np.testing.assert_allclose(achieved(task, state, qdd), desired, atol=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seeds)
+def test_a_level_of_two_stacked_tasks_meets_both_at_non_zero_velocity(seed):
+    """Both tasks' drifts J̇ᵢv enter the stacked target ẍ* − J̇v, row for row."""
+    panda = robot('panda')
+    state = random_state(panda, seed, speed=2.0)
+    assert np.linalg.norm(state.v) > 0.5
+    hand, wrist = panda_levels(panda)
+    entries = [TaskEntry('hand', hand, 0), TaskEntry('wrist', wrist, 0, weight=3.0)]
+    result = controller(panda, entries).compute(state)
+    assume(exact(result))
+    qdd = np.linalg.solve(state.mass_matrix, result.torque - state.nonlinear_effects)
+    for task in panda_levels(panda):
+        terms = task.compute(state)
+        assert np.linalg.norm(terms.drift) > 1e-3  # the drift is really there
+        np.testing.assert_allclose(
+            achieved(task, state, qdd), terms.desired_acceleration, atol=1e-6
+        )
+
+
+def talos_com_under_contacts(talos):
+    contacts = [Contact.create(talos, foot, 'surface') for foot in FEET]
+    com = ComTask(talos, [0.02, 0.01, 0.85], kp=50.0, kd=15.0)
+    hand = FramePositionTask(talos, 'gripper_left_base_link', [0.4, 0.3, 1.0], kp=40.0)
+    entries = [TaskEntry('com', com, 0), TaskEntry('hand', hand, 1)]
+    return controller(talos, entries, contacts=contacts), contacts
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_the_first_level_under_contacts_reaches_its_desired_acceleration(seed):
+    """Under contacts q̈ starts at −A†ᵀȦq̇ ≠ 0, and the first level must correct for it.
+
+    The COM and one hand (6 rows) are feasible for Talos standing on both feet at these
+    random states (32 joints, 12 contact rows).
+    """
+    talos = robot('talos')
+    state = random_state(talos, seed, speed=0.5)
+    ctrl, contacts = talos_com_under_contacts(talos)
+    result = ctrl.compute(state)
+    constraint, drift = contact_jacobian(state, contacts)
+    assert np.linalg.norm(drift) > 1e-3  # the contacts' own acceleration is not zero
+    # Rigid-contact forward dynamics of the sent torque: [M Aᵀ; A 0][q̈; λ] = [Sᵀτ − h; −Ȧq̇].
+    nv, m = talos.nv, constraint.shape[0]
+    generalized = np.zeros(nv)
+    generalized[talos.indices.v] = result.torque
+    block = np.block([[state.mass_matrix, constraint.T], [constraint, np.zeros((m, m))]])
+    rhs = np.concatenate([generalized - state.nonlinear_effects, -drift])
+    qdd = np.linalg.solve(block, rhs)[:nv]
+    com = ComTask(talos, [0.02, 0.01, 0.85], kp=50.0, kd=15.0)
+    np.testing.assert_allclose(
+        achieved(com, state, qdd), com.compute(state).desired_acceleration, atol=1e-6
+    )
+    hand = FramePositionTask(talos, 'gripper_left_base_link', [0.4, 0.3, 1.0], kp=40.0)
+    np.testing.assert_allclose(
+        achieved(hand, state, qdd), hand.compute(state).desired_acceleration, atol=1e-6
+    )
+
+
+# Weights within a level ----------------------------------------------------------------------
+
+
+def test_weights_of_two_tasks_on_one_point_give_the_weighted_mean_of_their_targets():
+    """Same Jacobian, different targets: argmin Σ wᵢ‖ẍ − ẍᵢ*‖² = Σ wᵢẍᵢ* / Σ wᵢ.
+
+    Weights 1 and 4 tell w from √w (1/3, 2/3) and w² (1/17, 16/17).
+    """
+    panda = robot('panda')
+    state = random_state(panda, 4, speed=0.7)
+    near = FramePositionTask(panda, 'panda_hand', [0.5, 0.0, 0.5], kp=100.0)
+    far = FramePositionTask(panda, 'panda_hand', [0.3, 0.2, 0.3], kp=100.0)
+    for w_near, w_far in ((1.0, 4.0), (1.0, 1.0), (9.0, 0.5)):
+        entries = [TaskEntry('near', near, 0, w_near), TaskEntry('far', far, 0, w_far)]
+        result = controller(panda, entries).compute(state)
+        desired = [task.compute(state).desired_acceleration for task in (near, far)]
+        expected = (w_near * desired[0] + w_far * desired[1]) / (w_near + w_far)
+        for task in (near, far):
+            np.testing.assert_allclose(
+                achieved(task, state, result.acceleration), expected, rtol=1e-7, atol=1e-7
+            )
+
+
+def weighted_least_squares_residual(state, tasks, weights) -> list[np.ndarray]:
+    """Per-task residual of argmin Σ wᵢ ‖Dᵢ(Jᵢq̈ + J̇ᵢv − ẍᵢ*)‖², D = diag(μ)^-1/2 (by lstsq).
+
+    The residual of a least-squares problem is unique even where its solution is not.
+    """
+    terms = [task.compute(state) for task in tasks]
+    jacobian = np.vstack([t.jacobian for t in terms])
+    target = np.concatenate([t.desired_acceleration - t.drift for t in terms])
+    mobility = np.einsum('ij,ji->i', jacobian, np.linalg.solve(state.mass_matrix, jacobian.T))
+    row_weights = np.concatenate([np.full(t.jacobian.shape[0], w) for t, w in zip(terms, weights)])
+    scale = np.sqrt(row_weights / mobility)
+    solution = np.linalg.lstsq(scale[:, None] * jacobian, scale * target, rcond=None)[0]
+    residual = jacobian @ solution - target
+    split = np.cumsum([t.jacobian.shape[0] for t in terms])[:-1]
+    return np.split(residual, split)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seeds)
+def test_weights_within_a_level_match_an_independent_weighted_least_squares(seed):
+    """12 rows, rank 7 (the fingers move none of these frames): they cannot all be met."""
+    panda = robot('panda')
+    state = random_state(panda, seed, speed=0.5)
+    tasks = (
+        FramePoseTask(panda, 'panda_hand', [0.45, 0.1, 0.4, 1.0, 0.0, 0.0, 0.0], kp=80.0),
+        FramePositionTask(panda, 'panda_link4', [0.2, -0.2, 0.6], kp=50.0),
+        FramePositionTask(panda, 'panda_link7', [0.3, 0.3, 0.5], kp=50.0),
+    )
+    weights = (1.0, 4.0, 0.25)
+    entries = [TaskEntry(f't{i}', task, 0, w) for i, (task, w) in enumerate(zip(tasks, weights))]
+    result = controller(panda, entries).compute(state)
+    assume(exact(result))
+    assert result.levels[0].rank == 7  # a real conflict: 12 rows, 7 directions
+    expected = weighted_least_squares_residual(state, tasks, weights)
+    for task, residual in zip(tasks, expected):
+        terms = task.compute(state)
+        got = terms.jacobian @ result.acceleration + terms.drift - terms.desired_acceleration
+        np.testing.assert_allclose(got, residual, atol=1e-6 * (1.0 + np.abs(residual).max()))
+
+
+# Level reports -------------------------------------------------------------------------------
+
+
+def scaled_spectrum(phi: np.ndarray, mobility: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Eigenvalues of D Φ D, D = diag(√w / √μ) (numpy's eigvalsh, ascending)."""
+    scale = np.sqrt(weights / mobility)
+    return np.linalg.eigvalsh(scale[:, None] * phi * scale[None, :])
+
+
+def expected_level_health(sigma: np.ndarray, threshold: float) -> tuple[float, int, int]:
+    """κ over the non-null directions, directions with σ ≥ ε = threshold σ_max, non-null count."""
+    sigma_max = sigma[-1]
+    non_null = sigma[sigma > 1e-9 * sigma_max]
+    return sigma_max / non_null[0], int((sigma >= threshold * sigma_max).sum()), non_null.size
+
+
+def assert_report_matches(report, health) -> None:
+    """κ within round-off; the exact and damped directions add up to the non-null ones.
+
+    A direction with σ < ε is always damped; one with σ ≥ ε is inverted exactly unless the
+    regularization has a further reason to damp it (a kinematic measure), so the exact rank
+    is at most the count of σ ≥ ε.
+    """
+    kappa, above_epsilon, non_null = health
+    np.testing.assert_allclose(report.condition_number, kappa, rtol=1e-6)
+    assert report.rank + report.damped_directions == non_null, (report, health)
+    assert report.rank <= above_epsilon, (report, health)
+
+
+def test_level_report_of_the_top_level_through_a_singularity():
+    """UR5 hand pose while the elbow stretches: κ, rank and damped count against numpy."""
+    ur5 = robot('ur5')
+    hand = FramePoseTask(ur5, 'tool0', [0.9, 0.3, 0.4, 0.0, 0.0, 0.0, 1.0], kp=100.0)
+    threshold = 1e-2
+    ctrl = controller(ur5, [TaskEntry('hand', hand, 0)], singular_value_threshold=threshold)
+    state = RobotState(ur5)
+    healths = []
+    for elbow in (0.8, 0.05, 0.004, 0.0005):
+        state.update(np.array([0.0, -1.2, elbow, 0.3, 1.2, 0.0]), np.zeros(6))
+        report = ctrl.compute(state).levels[0]
+        jacobian = hand.compute(state).jacobian
+        phi = jacobian @ np.linalg.solve(state.mass_matrix, jacobian.T)
+        health = expected_level_health(scaled_spectrum(phi, np.diag(phi), np.ones(6)), threshold)
+        assert_report_matches(report, health)
+        healths.append((report.rank, report.damped_directions, health[1]))
+    # Far from the singularity every direction is exact; at 0.5 mrad one is below ε.
+    assert healths[0] == (6, 0, 6) and healths[-1][1] > 0 and healths[-1][2] < 6, healths
+
+
+@settings(max_examples=20, deadline=None)
+@given(seeds)
+def test_level_report_of_a_lower_level_uses_what_the_higher_one_leaves_free(seed):
+    """Panda hand pose above a posture: Φ₂ = J₂ N M⁻¹ Nᵀ J₂ᵀ with N = I − J̄J, μ₂ unprojected.
+
+    Posture rows are orthonormal joint directions, so no measure but σ ≥ ε decides: the rank
+    is exactly the count of σ ≥ ε.
+    """
+    panda = robot('panda')
+    state = random_state(panda, seed)
+    hand = FramePoseTask(panda, 'panda_hand', [0.45, 0.1, 0.4, 1.0, 0.0, 0.0, 0.0], kp=80.0)
+    posture = JointPostureTask(panda, np.zeros(panda.n_actuated), kp=20.0)
+    weights = np.array([2.0, 0.5])
+    entries = [
+        TaskEntry('hand', hand, 0, weights[0]),
+        TaskEntry('posture', posture, 1, weights[1]),
+    ]
+    top_report, low_report = controller(panda, entries).compute(state).levels
+    inverse_mass = np.linalg.inv(state.mass_matrix)
+    top = hand.compute(state).jacobian
+    phi = top @ inverse_mass @ top.T
+    top_health = expected_level_health(
+        scaled_spectrum(phi, np.diag(phi), np.full(6, weights[0])), THRESHOLD
+    )
+    assume(top_health[1] == 6)
+    assert_report_matches(top_report, top_health)
+    null = np.eye(panda.nv) - inverse_mass @ top.T @ np.linalg.solve(phi, top)
+    low = posture.compute(state).jacobian
+    phi2 = low @ null @ inverse_mass @ null.T @ low.T
+    mobility2 = np.diag(low @ inverse_mass @ low.T)
+    low_health = expected_level_health(
+        scaled_spectrum(phi2, mobility2, np.full(panda.nv, weights[1])), THRESHOLD
+    )
+    assert_report_matches(low_report, low_health)
+    assert low_health[2] == panda.nv - 6  # what the hand leaves free
+    assert low_report.rank == low_health[1]
