@@ -7,6 +7,8 @@ from nav_msgs.msg import Odometry
 import numpy as np
 import pinocchio as pin
 import pytest
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
 from ros_support import NodeProcess, RosProbe
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -209,10 +211,29 @@ def test_invalid_parameters_exit_non_zero_with_a_reason() -> None:
     assert 'control_period' in output and 'Traceback' not in output
 
 
-# rclpy handles SIGTERM by shutting the context down from another thread; an executor woken by
-# it can then raise RCLError ("context is not valid") instead of ExternalShutdownException, which
-# node_support.run_node does not treat as a shutdown yet. Until it does (catch RCLError when
-# `not rclpy.ok()`), SIGTERM exits non-zero in some runs.
+def test_unknown_parameter_exits_non_zero_naming_the_closest() -> None:
+    with NodeProcess('wbc_sim', panda_parameters(lockstp=True)) as sim:
+        code = sim.wait(START_TIMEOUT_S)
+        output = sim.output()
+    assert code != 0
+    assert "unknown parameter 'lockstp'" in output and "'lockstep'" in output
+    assert 'Traceback' not in output
+
+
+def test_live_sets_are_refused_with_a_reason(probe: RosProbe) -> None:
+    states = probe.subscribe(JointState, 'joint_states')
+    with NodeProcess('wbc_sim', panda_parameters()) as sim:
+        assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
+        client = AsyncParameterClient(probe.node, '/wbc_sim')
+        assert client.wait_for_services(10.0)
+        future = client.set_parameters(
+            [Parameter('timestep', value=0.002), Parameter('time_step', value=0.002)]
+        )
+        assert probe.spin_until(future.done, 10.0)
+    read_only, unknown = future.result().results
+    assert not read_only.successful and 'read-only' in read_only.reason
+    assert not unknown.successful
+    assert "unknown parameter 'time_step'" in unknown.reason and "'timestep'" in unknown.reason
 
 
 @pytest.mark.parametrize(

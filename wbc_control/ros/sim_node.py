@@ -19,17 +19,13 @@ The MuJoCo model is built by :mod:`wbc_control.sim.urdf_to_mujoco` and run by
 :mod:`wbc_control.sim.simulation`; commands and pacing are :mod:`wbc_control.sim.command_input`.
 """
 
-from dataclasses import dataclass
-import math
-import os
 import sys
 import time
 
 from nav_msgs.msg import Odometry
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
-from rclpy.exceptions import ParameterException
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -38,51 +34,41 @@ from rosgraph_msgs.msg import Clock as ClockMessage
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from wbc_control.exceptions import WbcError
-from wbc_control.model.robot_model import RobotModel
+from wbc_control.config.schema import load_schema
+from wbc_control.exceptions import InvalidValue, WbcError
+from wbc_control.ros.parameters import refuse_unknown
 from wbc_control.ros.runtime import (
     RobotSource,
     StartupError,
+    declare_node_parameters,
     load_robot_model,
     run_node,
 )
 from wbc_control.sim.command_input import CommandRejected, RealTimePacer, TorqueCommandInput
+from wbc_control.sim.settings import sim_settings
 from wbc_control.sim.simulation import MujocoSimulation
-from wbc_control.sim.urdf_to_mujoco import MujocoOptions, build_mujoco_robot
+from wbc_control.sim.urdf_to_mujoco import build_mujoco_robot
+from wbc_control.sim.viewer import Viewer, ViewerUnavailable
 
 NODE_NAME = 'wbc_sim'
 COMMAND_TOPIC = 'effort_controller/commands'
-_VIEWER_PERIOD_S = 1.0 / 60.0
 RCLError = rclpy_implementation.RCLError
-
-
-@dataclass(frozen=True)
-class SimSettings:
-    """The node's parameters after validation (all read-only at runtime)."""
-
-    options: MujocoOptions
-    control_steps: int  # physics steps per lock-step command
-    publish_steps: int  # physics steps per published state (paced mode)
-    real_time_factor: float
-    lockstep: bool
-    lockstep_resend_s: float
-    command_timeout_s: float
-    command_index: np.ndarray  # (n_cmd,)
-    initial_positions: np.ndarray  # (n_act,)
-    initial_base_pose: np.ndarray | None  # (7,) or None: on the ground at the origin
-    odom_frame: str
-    base_frame: str
-    viewer: bool
 
 
 class SimNode(Node):
     """MuJoCo simulation of the robot, driven by torque commands."""
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
-        super().__init__(node_name, **kwargs)
+        super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
+        self._schema = load_schema(NODE_NAME)
         source = load_robot_model(self)
         robot = source.robot
-        self.settings = declare_sim_parameters(self, robot)
+        try:
+            self.settings = sim_settings(declare_node_parameters(self, self._schema), robot)
+        except InvalidValue as error:
+            raise StartupError(str(error)) from error
+        # Every parameter is read-only: a live set can only be of an unknown name.
+        self.add_on_set_parameters_callback(self._refuse_unknown)
         self.sim = self._build_simulation(source)
         self.commands = TorqueCommandInput(
             robot.n_actuated, self.settings.command_index, self.settings.command_timeout_s
@@ -93,8 +79,7 @@ class SimNode(Node):
         self._odom.header.frame_id = self.settings.odom_frame
         self._odom.child_frame_id = self.settings.base_frame or self.sim.root_link
         self._stale = True
-        self._viewer = _open_viewer(self) if self.settings.viewer else None
-        self._viewer_synced_s = 0.0
+        self._viewer = self._open_viewer() if self.settings.viewer else None
         self._joint_state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._odom_pub = (
             self.create_publisher(Odometry, 'odom', 10) if robot.floating_base else None
@@ -107,7 +92,16 @@ class SimNode(Node):
         self._start_timers()
         if not self.settings.lockstep:
             self._publish_first_state()
-        self.get_logger().info(self._startup_summary(robot))
+        base = 'floating base' if robot.floating_base else 'fixed base'
+        self.get_logger().info(
+            f"simulating '{robot.name}' ({robot.n_actuated} joints, {base}); "
+            f'{self.settings.describe(self.sim.timestep_s)}; '
+            f"commands on '{self.resolve_topic_name(COMMAND_TOPIC)}'"
+        )
+
+    def _refuse_unknown(self, parameters: list[Parameter]) -> SetParametersResult:
+        refusal = refuse_unknown(self, self._schema, parameters)
+        return refusal or SetParametersResult(successful=True)
 
     def _publish_first_state(self) -> None:
         self._first_state_sent = True
@@ -258,234 +252,15 @@ class SimNode(Node):
             )
 
     def _sync_viewer(self) -> None:
-        if self._viewer is None:
-            return
-        now = time.monotonic()
-        if now - self._viewer_synced_s < _VIEWER_PERIOD_S:
-            return
-        self._viewer_synced_s = now
-        if not self._viewer.is_running():
+        if self._viewer is not None and not self._viewer.sync():
             self._viewer = None
-            return
-        self._viewer.sync()
 
-    def _startup_summary(self, robot: RobotModel) -> str:
-        settings = self.settings
-        if settings.lockstep:
-            mode = (
-                f'lockstep, {settings.control_steps} step(s) of {self.sim.timestep_s} s '
-                'per command'
-            )
-        else:
-            mode = (
-                f'paced at real_time_factor {settings.real_time_factor}, state every '
-                f'{settings.publish_steps} step(s) of {self.sim.timestep_s} s'
-            )
-        base = 'floating base' if robot.floating_base else 'fixed base'
-        return (
-            f"simulating '{robot.name}' ({robot.n_actuated} joints, {base}); {mode}; "
-            f"commands on '{self.resolve_topic_name(COMMAND_TOPIC)}'"
-        )
-
-
-def declare_sim_parameters(node: Node, robot: RobotModel) -> SimSettings:
-    """Declare every parameter of the simulator, validate them and return the settings.
-
-    Raises:
-        StartupError: a value is out of range or inconsistent with the robot model.
-    """
-    declare = _ParameterDeclarer(node)
-    timestep = declare.number('timestep', 0.001, 'physics step (s)')
-    control_period = declare.number(
-        'control_period', 0.001, 'lockstep: simulated time per command (s), a multiple of timestep'
-    )
-    publish_rate = declare.number('publish_rate', 500.0, 'paced mode: states per simulated second')
-    real_time_factor = declare.number(
-        'real_time_factor', 1.0, 'paced mode: simulated s per wall s (0: as fast as possible)'
-    )
-    lockstep = declare.value('lockstep', False, 'advance control_period per received command')
-    resend = declare.number(
-        'lockstep_resend_period',
-        1.0,
-        'lockstep: re-send the current state after this many wall s without a command (0: never)',
-    )
-    timeout = declare.number(
-        'command_timeout',
-        0.1,
-        'paced mode: zero torque after this many simulated s without a command (0: hold forever)',
-    )
-    gravity = declare.array('gravity', [0.0, 0.0, -9.81], 'gravity in the world frame (m/s^2)')
-    options = _mujoco_options(declare, robot, timestep, gravity)
-    if timestep <= 0.0 or not math.isfinite(timestep):
-        raise StartupError(f'timestep must be positive, got {timestep}')
-    return SimSettings(
-        options=options,
-        control_steps=_whole_steps('control_period', control_period, timestep),
-        publish_steps=_publish_steps(publish_rate, timestep),
-        real_time_factor=_non_negative('real_time_factor', real_time_factor),
-        lockstep=lockstep,
-        lockstep_resend_s=_non_negative('lockstep_resend_period', resend),
-        command_timeout_s=_non_negative('command_timeout', timeout),
-        command_index=_command_index(declare, robot),
-        initial_positions=_initial_positions(declare, robot),
-        initial_base_pose=_initial_base_pose(declare, robot),
-        odom_frame=declare.value('odom_frame', 'odom', 'frame_id of odom (world frame)'),
-        base_frame=declare.value('base_frame', '', 'child_frame_id of odom (empty: root link)'),
-        viewer=options.keep_visual,
-    )
-
-
-class _ParameterDeclarer:
-    """Read-only parameter declarations that turn rclpy type errors into StartupError."""
-
-    def __init__(self, node: Node) -> None:
-        self._node = node
-
-    def value(self, name: str, default, description: str):
-        return self._declare(name, default, description)
-
-    def number(self, name: str, default: float, description: str) -> float:
-        value = self._declare(name, default, description, dynamic_typing=True)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise StartupError(f"parameter '{name}' must be a number, got {value!r}")
-        return float(value)
-
-    def array(self, name: str, default: list[float] | None, description: str) -> np.ndarray:
-        if default is None:
-            value = self._declare(name, Parameter.Type.DOUBLE_ARRAY, description)
-        else:
-            value = self._declare(name, default, description, dynamic_typing=True)
-        return np.asarray([] if value is None else list(value), dtype=float)
-
-    def strings(self, name: str, description: str) -> list[str]:
-        value = self._declare(name, Parameter.Type.STRING_ARRAY, description)
-        return [] if value is None else list(value)
-
-    def _declare(self, name: str, default, description: str, dynamic_typing: bool = False):
-        descriptor = ParameterDescriptor(
-            description=description, read_only=True, dynamic_typing=dynamic_typing
-        )
+    def _open_viewer(self) -> Viewer | None:
         try:
-            return self._node.declare_parameter(name, default, descriptor).value
-        except (ParameterException, TypeError, ValueError) as error:
-            raise StartupError(f"parameter '{name}': {error}") from error
-
-
-def _mujoco_options(
-    declare: _ParameterDeclarer, robot: RobotModel, timestep: float, gravity: np.ndarray
-) -> MujocoOptions:
-    ground = declare.value('ground_plane', True, 'add a ground plane at z = 0')
-    self_collision = declare.value('self_collision', False, 'robot links collide with each other')
-    viewer = declare.value('viewer', False, 'open the MuJoCo viewer when a display exists')
-    dynamics = declare.value(
-        'urdf_joint_dynamics', False, 'keep URDF joint damping/friction (off: match Pinocchio)'
-    )
-    boxes = declare.strings(
-        'box_collision_links',
-        'links whose collision meshes become their bounding box (flat feet on the ground)',
-    )
-    if gravity.shape != (3,):
-        raise StartupError(f'gravity needs 3 values, got {gravity.tolist()}')
-    try:
-        return MujocoOptions(
-            floating_base=robot.floating_base,
-            ground_plane=ground,
-            gravity_m_s2=tuple(gravity.tolist()),
-            timestep_s=timestep,
-            self_collision=self_collision,
-            keep_visual=viewer,
-            urdf_joint_dynamics=dynamics,
-            box_collision_links=tuple(boxes),
-        )
-    except WbcError as error:
-        raise StartupError(str(error)) from error
-
-
-def _command_index(declare: _ParameterDeclarer, robot: RobotModel) -> np.ndarray:
-    names = declare.strings('command_joints', 'joint order of the commands (empty: model order)')
-    if not names:
-        return np.arange(robot.n_actuated)
-    if len(set(names)) != len(names):
-        raise StartupError('command_joints has duplicate names')
-    try:
-        return robot.joint_index(names)
-    except WbcError as error:
-        raise StartupError(f'command_joints: {error}') from error
-
-
-def _initial_positions(declare: _ParameterDeclarer, robot: RobotModel) -> np.ndarray:
-    positions = declare.array(
-        'initial_positions', None, 'initial joint positions in model order (empty: zeros)'
-    )
-    names = declare.strings('initial_joint_names', 'joints set by initial_joint_positions')
-    values = declare.array('initial_joint_positions', None, 'values for initial_joint_names')
-    if positions.size == 0:
-        positions = np.zeros(robot.n_actuated)
-    if positions.shape != (robot.n_actuated,):
-        raise StartupError(
-            f'initial_positions needs {robot.n_actuated} values (one per joint: '
-            f'{", ".join(robot.joint_names)}), got {positions.size}'
-        )
-    if len(names) != values.size:
-        raise StartupError(
-            f'initial_joint_names ({len(names)}) and initial_joint_positions ({values.size}) '
-            'differ in length'
-        )
-    try:
-        positions[robot.joint_index(names)] = values
-    except WbcError as error:
-        raise StartupError(f'initial_joint_names: {error}') from error
-    if not np.isfinite(positions).all():
-        raise StartupError('initial joint positions must be finite')
-    return positions
-
-
-def _initial_base_pose(declare: _ParameterDeclarer, robot: RobotModel) -> np.ndarray | None:
-    pose = declare.array(
-        'initial_base_pose',
-        None,
-        'floating base: x y z qx qy qz qw in the world (empty: standing on the ground plane)',
-    )
-    if pose.size == 0:
-        return None
-    if not robot.floating_base or pose.shape != (7,) or not np.isfinite(pose).all():
-        raise StartupError('initial_base_pose needs 7 finite values and a floating base')
-    return pose
-
-
-def _whole_steps(name: str, period_s: float, timestep_s: float) -> int:
-    steps = round(period_s / timestep_s)
-    if steps < 1 or abs(steps * timestep_s - period_s) > 1e-9 * max(1.0, period_s):
-        raise StartupError(
-            f'{name} ({period_s} s) must be a positive multiple of timestep ({timestep_s} s)'
-        )
-    return steps
-
-
-def _publish_steps(rate_hz: float, timestep_s: float) -> int:
-    if not (math.isfinite(rate_hz) and rate_hz > 0.0):
-        raise StartupError(f'publish_rate must be positive, got {rate_hz}')
-    return max(1, round(1.0 / (rate_hz * timestep_s)))
-
-
-def _non_negative(name: str, value: float) -> float:
-    if not (math.isfinite(value) and value >= 0.0):
-        raise StartupError(f'{name} must be a finite number >= 0, got {value}')
-    return value
-
-
-def _open_viewer(node: Node):
-    """MuJoCo's passive viewer, or None (with a log line) when there is no display."""
-    if not (os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')):
-        node.get_logger().warning('viewer requested but no display is available; running headless')
-        return None
-    try:
-        import mujoco.viewer
-
-        return mujoco.viewer.launch_passive(node.sim.model, node.sim.data)
-    except Exception as error:  # noqa: BLE001 - any GUI failure must leave the simulation running
-        node.get_logger().warning(f'cannot open the MuJoCo viewer ({error}); running headless')
-        return None
+            return Viewer(self.sim)
+        except ViewerUnavailable as error:
+            self.get_logger().warning(f'{error}; running headless')
+            return None
 
 
 def main(args: list[str] | None = None) -> None:
