@@ -60,7 +60,7 @@ class InvalidTaskConfig(WbcError, ValueError):
 
 
 class SingularConstraint(WbcError):
-    """The block matrix [M A^T; A 0] is not invertible (seed 000, condition eq 32)."""
+    """The block matrix [M A^T; A 0] is not invertible (Johnson 2024, condition eq 32)."""
 
 
 class StartupError(WbcError):

@@ -229,7 +229,7 @@ def test_report_formats_a_full_result(tmp_path):
     }
     results['targets'] = evaluate_targets(results)
     report = format_report(results)
-    for heading in ('Per tick', 'End to end', 'Conditioning diagnostics', "Seed 001's swing"):
+    for heading in ('Per tick', 'End to end', 'Conditioning diagnostics', 'Rod-chain swing'):
         assert heading in report
     statuses = {row['name']: row['status'] for row in results['targets']}
     # The controller misses one state of two, the null node none: 50 percentage points more.

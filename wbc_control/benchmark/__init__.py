@@ -1,7 +1,7 @@
 """`wbc_bench`: how fast is the controller on this machine, and where does the time go.
 
 One run measures three things, so that their ratios are meaningful on a noisy machine
-(issue 7; the JSON keys are documented in the README, section "Performance"):
+(the JSON keys are documented in docs/performance.md):
 
 1. **Tick** (:mod:`.tick`): the core's per-tick cost, joint state in numpy -> torque out
    (no ROS), interleaved with the unavoidable Pinocchio floor, so that tick / floor does not
@@ -12,8 +12,8 @@ One run measures three things, so that their ratios are meaningful on a noisy ma
    command, missed and late commands, and the node's CPU share. Skipped when `wbc_controller`
    is not installed.
 3. **Conditioning** (:mod:`.conditioning_cost`): the cost of the exact κ₂(M) (eigvalsh) against
-   the diagonal ratio and the scaled diagonal ratio (seed 001) for serial chains and the
-   shipped robots, and the estimator's relative error along seed 001's swing, as a table and a
+   the diagonal ratio and the scaled diagonal ratio (Shah & Saha 2013) for serial chains and the
+   shipped robots, and the estimator's relative error along the rod-chain swing, as a table and a
    PNG plot.
 
 The targets, tables and plot are in :mod:`.report`; the command line in :mod:`.cli`.

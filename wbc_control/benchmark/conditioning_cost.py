@@ -1,8 +1,8 @@
 """Conditioning diagnostics: the cost and the accuracy of the κ₂(M) estimators.
 
 The cost of the exact κ₂(M) (eigvalsh) against the diagonal ratio and the scaled diagonal
-ratio (seed 001) for serial chains and the shipped robots, and the estimator's relative error
-along seed 001's swing.
+ratio (Shah & Saha 2013) for serial chains and the shipped robots, and the estimator's relative
+error along the swing of a chain of rods.
 """
 
 from collections.abc import Sequence
@@ -38,7 +38,7 @@ SWING_RESCALE_PERIOD_S = 0.25
 
 
 def chain_robot(n_links: int) -> RobotModel:
-    """Seed 001's planar chain of `n_links` identical rods."""
+    """Shah & Saha 2013's planar chain of `n_links` identical rods."""
     return RobotModel.from_urdf_string(serial_chain_urdf(n_links))
 
 
@@ -97,7 +97,7 @@ def conditioning_costs(
 
 
 def swing(n_links: int, start: str, duration_s: float = SWING_DURATION_S) -> dict:
-    """Seed 001's swing: the chain falls from rest; κ, δ and δₛ every 10 ms.
+    """The rod-chain swing: the chain falls from rest; κ, δ and δₛ every 10 ms.
 
     As in test/test_conditioning.py: `pin.aba` with semi-implicit Euler at 1 ms; δₛ anchored
     at t = 0 only (the paper's estimator), and re-anchored every 0.25 s.

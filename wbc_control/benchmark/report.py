@@ -171,7 +171,7 @@ def _conditioning_table(conditioning: dict | None) -> list[str]:
         )
     lines += [
         '',
-        "Seed 001's swing: |delta_s - kappa| / kappa (anchored at t = 0 / re-anchored)",
+        'Rod-chain swing: |delta_s - kappa| / kappa (anchored at t = 0 / re-anchored)',
         f'  {"start":15s} {"n":>3s} {"corr":>6s} {"median":>8s} {"max":>8s} '
         f'{"median re":>10s} {"max re":>8s}',
     ]
@@ -233,7 +233,7 @@ def _plot_swings(values_axes: object, error_axes: object, swings: list[dict]) ->
         error_axes.semilogy(
             series['time_s'][1:], series['relative_error'][1:], color=line.get_color(), label=label
         )
-    values_axes.set(xlabel='t (s)', ylabel='κ₂ (solid), δₛ (dashed)', title="Seed 001's swing")
+    values_axes.set(xlabel='t (s)', ylabel='κ₂ (solid), δₛ (dashed)', title='Rod-chain swing')
     values_axes.legend(fontsize='small')
     error_axes.set(
         xlabel='t (s)', ylabel='|δₛ − κ₂| / κ₂', title='Estimator error (anchored at t = 0)'

@@ -1,9 +1,9 @@
-"""URDF of seed 001's planar serial chain of identical slender rods (Shah & Saha 2013, Fig. 1).
+"""URDF of the planar serial chain of identical slender rods (Shah & Saha 2013, Fig. 1).
 
 The chain is the paper's test case for the conditioning of the inertia matrix: n identical
 homogeneous rods of mass m and length l joined end to end by revolute joints about one common axis.
-Its worst condition number grows as O(4 n^4) (seed 001, section 2), which makes it the model of
-choice for tests and benchmarks of ill-conditioned M.
+Its worst condition number grows as O(4 n^4) (Shah & Saha 2013, section 2), which makes it the
+model of choice for tests and benchmarks of ill-conditioned M.
 
 Geometry and conventions, chosen so that the paper's planar frame maps onto a right-handed URDF
 frame with gravity along -z (paper X -> x, paper Y -> z, paper Z = X x Y -> -y):
@@ -11,11 +11,11 @@ frame with gravity along -z (paper X -> x, paper Y -> z, paper Z = X x Y -> -y):
 - the first joint sits at the origin of ``base_link``; every rod lies along its own x axis, its
   centre of mass at mid-length, and the next joint at its far end;
 - every joint turns about -y, so a positive angle lifts the chain (counter-clockwise in the paper's
-  figure) and gravity torques on a chain reaching along +x are negative, as in seed 001 eq (7);
+  figure) and gravity torques on a chain reaching along +x are negative, as in their eq 7;
 - at q = 0 the chain is straight and horizontal along +x, with its tip at (n l, 0, 0).
 
-The numbers printed in seed 001 eq (7) imply two facts worth knowing when comparing with them:
-its M equals this chain's with ``mass=2.207`` (m l^2 = 2.207 kg m^2, not the 2.2 kg of the
+The numbers printed in Shah & Saha 2013, eq 7, imply two facts worth knowing when comparing with
+them: its M equals this chain's with ``mass=2.207`` (m l^2 = 2.207 kg m^2, not the 2.2 kg of the
 text), and its phi is the gravity torque of the straight chain inclined 60 degrees from horizontal
 (q = (+-pi/3, 0, ..., 0): cos 60 deg = 1/2, g = 9.81 m/s^2), not of the horizontal chain, whose
 gravity torques are twice as large; M does not depend on q1. The mass scales M and phi alike, so
@@ -38,10 +38,10 @@ def serial_chain_urdf(n_links: int, mass: float = 2.2, length: float = 1.0) -> s
     """Build the URDF of a planar chain of ``n_links`` identical slender homogeneous rods.
 
     Each rod has mass ``mass`` at mid-length and central inertia m l^2 / 12 about its transverse
-    axes (seed 001, section 2, Fig. 1). Links are ``link_1`` .. ``link_n``, joints ``joint_1``
-    .. ``joint_n`` (revolute about -y, limits +-pi), and a massless link ``tip`` marks the free
-    end. The effort limit of every joint is twice the torque that holds the whole straight chain
-    horizontal at the first joint.
+    axes (Shah & Saha 2013, section 2, Fig. 1). Links are ``link_1`` .. ``link_n``, joints
+    ``joint_1`` .. ``joint_n`` (revolute about -y, limits +-pi), and a massless link ``tip``
+    marks the free end. The effort limit of every joint is twice the torque that holds the whole
+    straight chain horizontal at the first joint.
 
     Args:
         n_links: Number of rods, at least 1.

@@ -1,18 +1,20 @@
-"""Dagger terms of the constrained-dynamics block matrix (seed 000, A. M. Johnson).
+"""Dagger terms of the constrained-dynamics block matrix.
 
+Equation numbers are those of A. M. Johnson, "Block Matrix Solutions" (2024 lecture notes).
 Rigid contacts add the velocity constraint A q̇ = 0 to the equations of motion
-M q̈ + C q̇ + N + Aᵀ λ = Υ (seed eqs 18-19). Both together give the block matrix [M Aᵀ; A 0],
-whose inverse is written with the dagger terms (seed eq 5)::
+M q̈ + C q̇ + N + Aᵀ λ = Υ (Johnson 2024, eqs 18-19). Both together give the block matrix
+[M Aᵀ; A 0], whose inverse is written with the dagger terms (Johnson 2024, eq 5)::
 
     [M†  A†ᵀ]   [M  Aᵀ]⁻¹
     [A†  Λ† ] = [A  0 ]
 
 M† is the inverse inertia in the constrained space, A† the mass-weighted left pseudoinverse of Aᵀ
-and Λ† = -(A M⁻¹ Aᵀ)⁻¹ when M is invertible (seed eqs 6-8). The terms exist whenever the block
-matrix is invertible (seed eq 32), even where M is singular (massless links, seed eqs 30-34).
+and Λ† = -(A M⁻¹ Aᵀ)⁻¹ when M is invertible (Johnson 2024, eqs 6-8). The terms exist whenever
+the block matrix is invertible (Johnson 2024, eq 32), even where M is singular (massless links,
+Johnson 2024, eqs 30-34).
 
-Sign convention (seed eq 18): λ enters as +Aᵀ λ on the left-hand side, so the generalized force
-the constraint exerts on the robot is -Aᵀ λ.
+Sign convention (Johnson 2024, eq 18): λ enters as +Aᵀ λ on the left-hand side, so the
+generalized force the constraint exerts on the robot is -Aᵀ λ.
 """
 
 from dataclasses import dataclass
@@ -44,16 +46,19 @@ _METHODS = ('auto', 'schur', 'block_lu')
 
 @dataclass(frozen=True)
 class DaggerTerms:
-    """Blocks of the inverse block matrix [M Aᵀ; A 0]⁻¹ (seed 000, eq 5).
+    """Blocks of the inverse block matrix [M Aᵀ; A 0]⁻¹ (Johnson 2024, eq 5).
 
     The arrays are read-only.
 
     Attributes:
-        m_dagger: M†, (n, n); symmetric positive semi-definite of nullity m (seed eq 16).
-        a_dagger: A†, (m, n); A A†ᵀ = I, the mass-weighted left pseudoinverse of Aᵀ (seed eq 13).
+        m_dagger: M†, (n, n); symmetric positive semi-definite of nullity m (Johnson 2024,
+            eq 16).
+        a_dagger: A†, (m, n); A A†ᵀ = I, the mass-weighted left pseudoinverse of Aᵀ (Johnson
+            2024, eq 13).
         lambda_dagger: Λ†, (m, m); symmetric negative semi-definite with the nullity of M
-            (seed eq 17).
-        method: 'schur' (Cholesky of M, seed eqs 6-8) or 'block_lu' (LU of the block matrix).
+            (Johnson 2024, eq 17).
+        method: 'schur' (Cholesky of M, Johnson 2024, eqs 6-8) or 'block_lu' (LU of the block
+            matrix).
     """
 
     m_dagger: np.ndarray
@@ -63,11 +68,12 @@ class DaggerTerms:
 
 
 class ConstrainedAccelerations(NamedTuple):
-    """Solution of the constrained equations of motion (seed 000, eq 22).
+    """Solution of the constrained equations of motion (Johnson 2024, eq 22).
 
     Attributes:
         qdd: Generalized accelerations q̈, (n,).
-        lam: Constraint multipliers λ, (m,), with the sign of seed eq 18 (+Aᵀ λ on the left).
+        lam: Constraint multipliers λ, (m,), with the sign of Johnson 2024, eq 18 (+Aᵀ λ on
+            the left).
     """
 
     qdd: np.ndarray
@@ -93,16 +99,16 @@ def dagger_terms(
     *,
     method: Method = 'auto',
 ) -> DaggerTerms:
-    """Compute the dagger terms M†, A†, Λ† of [M Aᵀ; A 0] (seed 000, eq 5).
+    """Compute the dagger terms M†, A†, Λ† of [M Aᵀ; A 0] (Johnson 2024, eq 5).
 
     Two paths give the same terms:
 
-    - 'schur': Cholesky of M, then the Schur complement S_M = -A M⁻¹ Aᵀ (seed eqs 3, 6-8), with
-      M† = M⁻¹ (I - Aᵀ A†) from solves against the factor (M⁻¹ is never formed). Needs M positive
-      definite.
+    - 'schur': Cholesky of M, then the Schur complement S_M = -A M⁻¹ Aᵀ (Johnson 2024, eqs 3,
+      6-8), with M† = M⁻¹ (I - Aᵀ A†) from solves against the factor (M⁻¹ is never formed).
+      Needs M positive definite.
     - 'block_lu': LU of the symmetrically equilibrated block matrix. Works whenever the block
       matrix is invertible, including singular M whose null space the constraints cover
-      (massless links, seed eqs 30-34).
+      (massless links, Johnson 2024, eqs 30-34).
 
     Choice rule of 'auto': take 'schur' if the Cholesky factorization of the Jacobi-scaled M
     (diag(M)^(-1/2) M diag(M)^(-1/2)) succeeds and its LAPACK reciprocal condition estimate
@@ -113,7 +119,7 @@ def dagger_terms(
 
     Args:
         M: Symmetric mass matrix, (n, n). Positive definite for 'schur'; may be singular for
-            'block_lu' as long as seed condition eq 32 holds.
+            'block_lu' as long as condition Johnson 2024, eq 32, holds.
         A: Constraint Jacobian, (m, n), 1 <= m <= n, full row rank.
         method: 'auto', 'schur' or 'block_lu'.
 
@@ -124,8 +130,9 @@ def dagger_terms(
         InvalidShape: M is not square or A does not have n columns and at least one row.
         InvalidValue: Non-finite entries, M not symmetric, an unknown method, or method='schur'
             with an M that is not positive definite.
-        SingularConstraint: The block matrix is not invertible (seed eq 32 fails, A is rank
-            deficient, or m > n), judged by a reciprocal condition estimate below SINGULAR_RCOND.
+        SingularConstraint: The block matrix is not invertible (Johnson 2024, eq 32 fails, A is
+            rank deficient, or m > n), judged by a reciprocal condition estimate below
+            SINGULAR_RCOND.
     """
     if method not in _METHODS:
         raise InvalidValue(f'method must be one of {_METHODS}, got {method!r}')
@@ -150,11 +157,11 @@ def constrained_accelerations(
     tau_minus_h: npt.ArrayLike,
     a_dot_qdot: npt.ArrayLike,
 ) -> ConstrainedAccelerations:
-    """Solve the constrained equations of motion with the dagger terms (seed 000, eq 22).
+    """Solve the constrained equations of motion with the dagger terms (Johnson 2024, eq 22).
 
     q̈ = M† (Υ - C q̇ - N) - A†ᵀ Ȧ q̇ and λ = A† (Υ - C q̇ - N) - Λ† Ȧ q̇, so that
-    M q̈ + Aᵀ λ = Υ - C q̇ - N and A q̈ + Ȧ q̇ = 0 (seed eqs 18-20). Equal to the traditional
-    solution, seed eqs 23-24, when M is invertible.
+    M q̈ + Aᵀ λ = Υ - C q̇ - N and A q̈ + Ȧ q̇ = 0 (Johnson 2024, eqs 18-20). Equal to the traditional
+    solution, Johnson 2024, eqs 23-24, when M is invertible.
 
     Args:
         terms: Dagger terms from `dagger_terms`.
@@ -177,11 +184,11 @@ def constrained_accelerations(
 
 
 def constraint_null_space_projector(terms: DaggerTerms, M: npt.ArrayLike) -> np.ndarray:
-    """Dynamically consistent null-space projector of the constraint (seed 000, eq 10).
+    """Dynamically consistent null-space projector of the constraint (Johnson 2024, eq 10).
 
     N_c = M† M = I - A†ᵀ A. It removes from a velocity every component that violates the
-    constraint (A N_c = 0, seed eq 12) and leaves constraint-consistent velocities unchanged
-    (N_c q̇ = q̇ when A q̇ = 0). It is the M-orthogonal projector: N_c² = N_c and M N_c is
+    constraint (A N_c = 0, Johnson 2024, eq 12) and leaves constraint-consistent velocities
+    unchanged (N_c q̇ = q̇ when A q̇ = 0). It is the M-orthogonal projector: N_c² = N_c and M N_c is
     symmetric.
 
     Args:
@@ -203,7 +210,7 @@ def constraint_null_space_projector(terms: DaggerTerms, M: npt.ArrayLike) -> np.
 
 
 def _schur_terms(M: np.ndarray, A: np.ndarray, mass_cholesky: _ScaledCholesky) -> DaggerTerms:
-    """Dagger terms from the Schur complement of M (seed eqs 3, 6-8)."""
+    """Dagger terms from the Schur complement of M (Johnson 2024, eqs 3, 6-8)."""
     n, m = M.shape[0], A.shape[0]
     m_inv_at = mass_cholesky.solve(A.T)  # (n, m)
     delassus_cholesky = _scaled_cholesky(_symmetrized(A @ m_inv_at))  # A M⁻¹ Aᵀ = -S_M, (m, m)
@@ -221,7 +228,7 @@ def _schur_terms(M: np.ndarray, A: np.ndarray, mass_cholesky: _ScaledCholesky) -
 
 
 def _block_lu_terms(M: np.ndarray, A: np.ndarray) -> DaggerTerms:
-    """Dagger terms from an LU factorization of the whole block matrix (seed eq 5)."""
+    """Dagger terms from an LU factorization of the whole block matrix (Johnson 2024, eq 5)."""
     n, m = M.shape[0], A.shape[0]
     block = np.block([[M, A.T], [A, np.zeros((m, m))]])  # (n + m, n + m)
     row_max = np.abs(block).max(axis=1)  # (n + m,)
@@ -238,7 +245,7 @@ def _block_lu_terms(M: np.ndarray, A: np.ndarray) -> DaggerTerms:
         raise SingularConstraint(
             f'block matrix [M Aᵀ; A 0] ({n + m}, {n + m}) with M {M.shape} and A {A.shape} is '
             f'singular (reciprocal condition estimate {rcond:.3g} < {SINGULAR_RCOND:g}): some '
-            'velocity with A q̇ = 0 has M q̇ = 0 (seed eq 32), or A is rank deficient'
+            'velocity with A q̇ = 0 has M q̇ = 0 (Johnson 2024, eq 32), or A is rank deficient'
         )
     inverse = scale[:, None] * lu_solve(lu_piv, np.diag(scale), check_finite=False)
     a_dagger = 0.5 * (inverse[n:, :n] + inverse[:n, n:].T)  # (m, n)
@@ -254,7 +261,7 @@ def _zero_row_message(zero_rows: np.ndarray, n: int) -> str:
     if zero_rows[:n].any():
         coordinates = np.flatnonzero(zero_rows[:n]).tolist()
         reasons.append(
-            f'coordinate(s) {coordinates} have neither mass nor constraint (seed eq 32)'
+            f'coordinate(s) {coordinates} have neither mass nor constraint (Johnson 2024, eq 32)'
         )
     if zero_rows[n:].any():
         reasons.append(f'constraint row(s) {np.flatnonzero(zero_rows[n:]).tolist()} of A are zero')
