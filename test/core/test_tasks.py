@@ -116,7 +116,7 @@ def test_desired_acceleration_is_the_pd_law_with_feed_forward():
 @settings(max_examples=20, deadline=None)
 @given(seeds, st.floats(-2.0, 2.0))
 def test_line_and_plane_targets_leave_free_directions_uncontrolled(seed, slide):
-    """Moving the target along the line (or within the plane) changes nothing (seed 002)."""
+    """Moving the target along a line (or in a plane) changes nothing (Freitag 2015)."""
     panda = robot('panda')
     state = random_state(panda, seed)
     axis = np.array([1.0, -2.0, 0.5])

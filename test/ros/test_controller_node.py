@@ -25,13 +25,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 import yaml
 
-from wbc_control.config.task_config import (
+from wbc_control.config import (
     build_entries,
-    holding_torque,
     parse_contacts,
     parse_controller_settings,
     parse_tasks,
 )
+from wbc_control.control.contacts import holding_torque
 from wbc_control.control.prioritized_controller import ControllerResult, PrioritizedController
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.example_robots import example_robot_urdf
@@ -56,7 +56,8 @@ ZERO = np.zeros(len(JOINTS))
 
 
 def example_parameters() -> dict:
-    return yaml.safe_load(CONFIG.read_text())['wbc_controller']['ros__parameters']
+    (section,) = yaml.safe_load(CONFIG.read_text()).values()  # keyed /** or by the node name
+    return section['ros__parameters']
 
 
 def core_result(

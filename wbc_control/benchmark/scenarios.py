@@ -2,7 +2,7 @@
 
 The built-in Panda and Talos scenarios, and scenarios read from a controller params file
 (`task_names` / `tasks.<name>.*` / `contacts`), built by
-:mod:`wbc_control.config.task_config` as the
+:mod:`wbc_control.config` as the
 node builds them.
 """
 
@@ -123,14 +123,10 @@ def config_scenario(
     """A scenario from a controller params file (task_names / tasks.<name>.* / contacts).
 
     The robot is the file's `robot_description` or `urdf_path`, else the example robot
-    `robot_name`. Tasks are built by :mod:`wbc_control.config.task_config`, as the node
+    `robot_name`. Tasks are built by :mod:`wbc_control.config`, as the node
     builds them.
     """
-    from wbc_control.config.task_config import (
-        build_entries,
-        parse_controller_settings,
-        parse_tasks,
-    )
+    from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
 
     parameters = controller_parameters(path)
     robot = _config_robot(parameters, robot_name, path)

@@ -1,1 +1,53 @@
-"""Configuration: parameter values to validated controller settings and task specifications."""
+"""Configuration: parameter values -> validated controller settings, contacts and task specs.
+
+The public face the nodes and tools use; the schema of every parameter is
+``wbc_controller_parameters.yaml`` (read by :mod:`wbc_control.config.schema`).
+"""
+
+from wbc_control.config.settings import (
+    LIVE_SETTINGS,
+    ControllerSettings,
+    parse_contacts,
+    parse_controller_settings,
+    robot_defaults,
+    update_settings,
+)
+from wbc_control.config.tasks import (
+    LIVE_TASK_FIELDS,
+    TaskSpec,
+    TaskUpdate,
+    apply_task_update,
+    build_entries,
+    check_task_names,
+    hold_pending_targets,
+    parse_task,
+    parse_tasks,
+    plan_task_updates,
+    task_class,
+    task_fields,
+    task_specs,
+    unknown_task_parameters,
+)
+
+__all__ = [
+    'LIVE_SETTINGS',
+    'LIVE_TASK_FIELDS',
+    'ControllerSettings',
+    'TaskSpec',
+    'TaskUpdate',
+    'apply_task_update',
+    'build_entries',
+    'check_task_names',
+    'hold_pending_targets',
+    'parse_contacts',
+    'parse_controller_settings',
+    'parse_task',
+    'parse_tasks',
+    'plan_task_updates',
+    'robot_defaults',
+    'task_class',
+    'task_fields',
+    'task_specs',
+    'unknown_task_parameters',
+    'update_settings',
+]

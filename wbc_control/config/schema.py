@@ -33,6 +33,12 @@ SCHEMA_DIR = Path(__file__).resolve().parent
 MAP_PREFIX = '__map_'
 SCALAR_TYPES = ('bool', 'int', 'double', 'string')
 ARRAY_TYPES = ('bool_array', 'int_array', 'double_array', 'string_array')
+_ELEMENT_WORDS = {
+    'bool': 'a bool',
+    'int': 'an integer',
+    'double': 'a number',
+    'string': 'a string',
+}
 _RULES = ('gt<>', 'gt_eq<>', 'lt<>', 'lt_eq<>', 'bounds<>', 'one_of<>', 'not_empty<>')
 
 
@@ -97,7 +103,7 @@ def _elements(value: object, kind: str, dynamic: bool, name: str) -> list:
         items = [value]
     for item in items:
         if not _is_type(item, element):
-            raise InvalidValue(f'{name}: {item!r} is not a {element}')
+            raise InvalidValue(f'{name}: {item!r} is not {_ELEMENT_WORDS[element]}')
     return items
 
 

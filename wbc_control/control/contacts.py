@@ -3,7 +3,7 @@
 A contact fixes some directions of a frame's motion, A q̇ = 0 with A = P J (LOCAL_WORLD_ALIGNED,
 P selects rows): a `surface` contact (a foot sole) fixes all 6, a `point` contact (a ball foot)
 the 3 linear ones, and a contact `along` an axis the single linear direction of that axis.
-Its acceleration constraint is A q̈ + Ȧq̇ = 0 (seed 000, eq 19).
+Its acceleration constraint is A q̈ + Ȧq̇ = 0 (Johnson 2024, eq 19).
 
 Contact forces f (the environment's wrench on the robot, world axes, at the frame origin) enter
 M q̈ + h = Sᵀτ + Aᵀf. For a floating base the 6 unactuated rows decide them::
@@ -150,3 +150,21 @@ def contact_force_reports(
             )
         )
     return tuple(reports)
+
+
+def holding_torque(state: RobotState, contacts: Sequence[Contact]) -> np.ndarray:
+    """The torque that holds the state still (the `gravity` safe command), `(n_act,)`.
+
+    Without contacts, g(q) of the actuated joints. With contacts, the actuated rows of
+    g − Aᵀf where f are the contact forces that balance g on the base rows (the rule of this
+    module; f = 0 for a fixed base). For a robot standing on its feet this is what its legs
+    must push to carry it at q̈ = 0, not g(q) of the joints alone, which would treat the legs
+    as arms hanging from a fixed base.
+    """
+    robot = state.robot
+    gravity = state.gravity
+    if contacts:
+        constraint = contact_jacobian(state, contacts)[0]  # (m, nv)
+        forces = base_contact_forces(constraint, gravity, robot.base_nv).forces
+        gravity = gravity - constraint.T.dot(forces)
+    return gravity[robot.indices.v]

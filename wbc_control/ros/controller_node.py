@@ -28,7 +28,7 @@ A thin translator between ROS and the core (design.md, "The interface users see"
   with contacts, "<node>: contacts".
 
 Parameters are declared in :meth:`ControllerNode._declare_parameters` and validated by
-:mod:`wbc_control.config.task_config`, which also validates live changes.
+:mod:`wbc_control.config`, which also validates live changes.
 """
 
 import array
@@ -51,30 +51,27 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 
-from wbc_control.config.task_config import (
+from wbc_control.config import (
     LIVE_SETTINGS,
     LIVE_TASK_FIELDS,
-    TASK_FIELDS,
     ControllerSettings,
     TaskSpec,
     TaskUpdate,
     apply_task_update,
     build_entries,
     check_task_names,
-    default_settings,
-    holding_torque,
-    measured_target,
-    merge_posture_target,
     parse_contacts,
     parse_controller_settings,
-    parse_target,
     parse_task,
     plan_task_updates,
-    task_type,
+    task_class,
+    task_fields,
     unknown_task_parameters,
     update_settings,
 )
-from wbc_control.control.contacts import Contact
+from wbc_control.config.settings import default_settings
+from wbc_control.config.tasks import parse_target
+from wbc_control.control.contacts import Contact, holding_torque
 from wbc_control.control.prioritized_controller import ControllerResult, PrioritizedController
 from wbc_control.exceptions import WbcError
 from wbc_control.inputs.joint_states import JointSample, JointStateDecoder, JointStateRejected
@@ -372,11 +369,11 @@ class ControllerNode(Node):
 
     def _declare_task_type(self, name: str) -> str:
         description, default = TASK_PARAMETERS['type']
-        return task_type(name, self._declare(f'tasks.{name}.type', default, description))
+        return task_class(name, self._declare(f'tasks.{name}.type', default, description)).TYPE
 
     def _declare_task(self, name: str, kind: str) -> TaskSpec:
         values = {'type': kind}
-        for field in TASK_FIELDS[kind]:
+        for field in task_fields(kind):
             description, default = TASK_PARAMETERS[field]
             values[field] = self._declare(
                 f'tasks.{name}.{field}',
@@ -542,7 +539,7 @@ class ControllerNode(Node):
     def _hold_measured_targets(self) -> None:
         """Tasks without a configured target hold what the first joint state measures."""
         for name in sorted(self._hold):
-            target = measured_target(self._state, self._specs[name])
+            target = self._controller.task(name).target_from_state(self._state)
             self._set_target(name, target)
             self.get_logger().info(
                 f'task {name}: no target configured, holding the measured {target.round(4)}'
@@ -570,10 +567,9 @@ class ControllerNode(Node):
         self, spec: TaskSpec, msg: PointStamped | PoseStamped | JointState
     ) -> np.ndarray:
         if spec.type == 'joint_posture':
-            current = spec.target
-            if current is None:
-                current = np.full(self._robot.n_actuated, np.nan)
-            return merge_posture_target(self._robot, current, msg.name, msg.position)
+            return self._controller.task(spec.name).target_from_message(
+                self._robot, (msg.name, msg.position)
+            )
         if isinstance(msg, PointStamped):
             values = [msg.point.x, msg.point.y, msg.point.z]
         else:

@@ -5,6 +5,7 @@ from wbc_control.tasks.frame_orientation import FrameOrientationTask
 from wbc_control.tasks.frame_pose import FramePoseTask
 from wbc_control.tasks.frame_position import FramePositionTask, TargetSet
 from wbc_control.tasks.joint_posture import JointPostureTask
+from wbc_control.tasks.registry import TASK_TYPES
 from wbc_control.tasks.task import PDGains, Task, TaskTerms
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     'FramePositionTask',
     'JointPostureTask',
     'PDGains',
+    'TASK_TYPES',
     'TargetSet',
     'Task',
     'TaskTerms',

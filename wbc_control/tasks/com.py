@@ -18,6 +18,8 @@ from wbc_control.tasks.task import PDGains, Task, TaskTerms
 class ComTask(LinearTarget, Task):
     """Drive the centre of mass to a target position in the world frame."""
 
+    TYPE = 'com'
+
     def __init__(
         self,
         robot: RobotModel,
@@ -27,6 +29,10 @@ class ComTask(LinearTarget, Task):
     ) -> None:
         super().__init__(3, PDGains.create(kp, kd, 3))
         self.reference = LinearReference.create(target)
+
+    def target_from_state(self, state: RobotState) -> np.ndarray:
+        """The centre of mass now."""
+        return np.array(state.com)
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring."""

@@ -20,6 +20,7 @@ from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
 
 QUATERNION_NORM_TOLERANCE = 1e-2
+IDENTITY_XYZW = np.array([0.0, 0.0, 0.0, 1.0])
 
 
 def unit_quaternion(
@@ -48,6 +49,11 @@ def rotation_from_quaternion(quaternion_xyzw: npt.ArrayLike) -> np.ndarray:
     quaternion = as_axis_vector(quaternion_xyzw, 4, 'quaternion (x, y, z, w)')
     x, y, z, w = unit_quaternion(quaternion)
     return pin.Quaternion(w, x, y, z).toRotationMatrix()
+
+
+def quaternion_xyzw(rotation: np.ndarray) -> np.ndarray:
+    """The quaternion x, y, z, w (the ROS order) of a rotation matrix."""
+    return np.array(pin.Quaternion(rotation).coeffs())
 
 
 @dataclass(frozen=True)
@@ -95,20 +101,49 @@ def orientation_terms(
 
 
 class FrameOrientationTask(Task):
-    """Align a frame's orientation with a target quaternion."""
+    """Align a frame's orientation with a target quaternion (x, y, z, w)."""
+
+    TYPE = 'frame_orientation'
+    FIELDS = ('frame',)
+    MESSAGE = 'pose'
 
     def __init__(
         self,
         robot: RobotModel,
         frame: str,
-        target_xyzw: npt.ArrayLike,
+        target: npt.ArrayLike,
         kp: npt.ArrayLike,
         kd: npt.ArrayLike | None = None,
     ) -> None:
         super().__init__(3, PDGains.create(kp, kd, 3))
         self.frame = frame
         self.frame_id = robot.frame_id(frame)
-        self.reference = AngularReference.create(target_xyzw)
+        self.reference = AngularReference.create(target)
+
+    @classmethod
+    def target_size_for(cls, robot: RobotModel) -> int:
+        """A quaternion x, y, z, w."""
+        return 4
+
+    @classmethod
+    def parse_target(cls, robot: RobotModel, target: np.ndarray) -> np.ndarray:
+        """A unit quaternion x, y, z, w."""
+        target = super().parse_target(robot, target)
+        rotation_from_quaternion(target)
+        return target
+
+    @classmethod
+    def placeholder_target(cls, robot: RobotModel) -> np.ndarray:
+        """The identity rotation."""
+        return IDENTITY_XYZW.copy()
+
+    def target_from_state(self, state: RobotState) -> np.ndarray:
+        """The frame's orientation now."""
+        return quaternion_xyzw(state.frame_placement(self.frame_id).rotation)
+
+    def target_from_message(self, robot: RobotModel, message: object) -> np.ndarray:
+        """The orientation of a pose message (its position is ignored)."""
+        return self.parse_target(robot, np.asarray(message, dtype=float)[3:])
 
     def set_target(
         self,

@@ -17,7 +17,12 @@ import pinocchio as pin
 
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
-from wbc_control.tasks.frame_orientation import AngularReference
+from wbc_control.tasks.frame_orientation import (
+    IDENTITY_XYZW,
+    AngularReference,
+    quaternion_xyzw,
+    rotation_from_quaternion,
+)
 from wbc_control.tasks.frame_position import LinearReference
 from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
 
@@ -32,7 +37,11 @@ class PoseReference(NamedTuple):
 
 
 class FramePoseTask(Task):
-    """Drive a frame to a target pose (position + orientation)."""
+    """Drive a frame to a target pose: x, y, z and a quaternion x, y, z, w."""
+
+    TYPE = 'frame_pose'
+    FIELDS = ('frame',)
+    MESSAGE = 'pose'
 
     def __init__(
         self,
@@ -46,6 +55,33 @@ class FramePoseTask(Task):
         self.frame = frame
         self.frame_id = robot.frame_id(frame)
         self.set_target(target)
+
+    @classmethod
+    def gains_size_for(cls, robot: RobotModel) -> int:
+        """x, y, z, rx, ry, rz."""
+        return 6
+
+    @classmethod
+    def target_size_for(cls, robot: RobotModel) -> int:
+        """x, y, z and a quaternion x, y, z, w."""
+        return 7
+
+    @classmethod
+    def parse_target(cls, robot: RobotModel, target: np.ndarray) -> np.ndarray:
+        """A position and a unit quaternion."""
+        target = super().parse_target(robot, target)
+        rotation_from_quaternion(target[3:])
+        return target
+
+    @classmethod
+    def placeholder_target(cls, robot: RobotModel) -> np.ndarray:
+        """The world origin, identity rotation."""
+        return np.concatenate([np.zeros(3), IDENTITY_XYZW])
+
+    def target_from_state(self, state: RobotState) -> np.ndarray:
+        """The frame's pose now."""
+        oMf = state.frame_placement(self.frame_id)
+        return np.concatenate([oMf.translation, quaternion_xyzw(oMf.rotation)])
 
     def set_target(
         self,

@@ -1,4 +1,4 @@
-"""Frame position task with a point, line or plane target (seed 002, "Target/Method").
+"""Frame position task with a point, line or plane target (Freitag 2015, "Target/Method").
 
 The target is a set the frame origin p must reach: a point (3 constrained directions), a line
 through `target` along `axis` (the 2 directions normal to the line), or a plane through `target`
@@ -11,13 +11,14 @@ constrained directions::
 where K_p, K_d are diagonal per world axis and the free directions are left uncontrolled.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
 import numpy.typing as npt
 
-from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
+from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
@@ -29,6 +30,23 @@ class TargetSet(Enum):
     POINT = 'point'
     LINE = 'line'
     PLANE = 'plane'
+
+
+def target_set(constraint: object) -> TargetSet:
+    """The target set named by the `constraint` parameter (unset: a point).
+
+    Raises:
+        InvalidTaskConfig: not point, line or plane.
+    """
+    if constraint is None or constraint == '':
+        return TargetSet.POINT
+    try:
+        return TargetSet(constraint)
+    except ValueError as error:
+        valid = ', '.join(member.value for member in TargetSet)
+        raise InvalidTaskConfig(
+            f'constraint must be one of {valid}; got {constraint!r}'
+        ) from error
 
 
 @dataclass(frozen=True)
@@ -134,6 +152,9 @@ class LinearTarget:
 class FramePositionTask(LinearTarget, Task):
     """Drive a frame's origin onto a point, a line or a plane."""
 
+    TYPE = 'frame_position'
+    FIELDS = ('frame', 'constraint', 'axis')
+
     def __init__(
         self,
         robot: RobotModel,
@@ -144,12 +165,7 @@ class FramePositionTask(LinearTarget, Task):
         constraint: str = 'point',
         axis: npt.ArrayLike | None = None,
     ) -> None:
-        try:
-            self.target_set = TargetSet(constraint)
-        except ValueError as error:
-            raise InvalidTaskConfig(
-                f"constraint must be one of point, line, plane; got '{constraint}'"
-            ) from error
+        self.target_set = target_set(constraint)
         self.selection = constrained_directions(self.target_set, axis)
         super().__init__(self.selection.shape[0], PDGains.create(kp, kd, 3))
         self.frame = frame
@@ -160,6 +176,34 @@ class FramePositionTask(LinearTarget, Task):
     def gains_size(self) -> int:
         """Gains are per world axis (3 values) whatever the target set."""
         return 3
+
+    @classmethod
+    def parse_field(cls, robot: RobotModel, field: str, values: Mapping[str, object]) -> object:
+        """`constraint` (point, line, plane; line and plane need an axis) and `axis` (3 values)."""
+        if field not in ('constraint', 'axis'):
+            return super().parse_field(robot, field, values)
+        constraint = target_set(values.get('constraint'))
+        axis = values.get('axis')
+        if field == 'constraint':
+            if constraint is TargetSet.POINT and axis is not None:
+                raise InvalidTaskConfig('axis is only used with constraint line or plane')
+            if constraint is not TargetSet.POINT and axis is None:
+                raise InvalidTaskConfig(f'constraint {constraint.value} needs an axis (3 values)')
+            return constraint.value
+        if axis is None:
+            return None
+        try:
+            vector = np.asarray(axis, dtype=float)
+        except (TypeError, ValueError) as error:
+            raise InvalidValue(f'axis must be 3 numbers, got {axis!r}') from error
+        if vector.shape != (3,):
+            raise InvalidShape(f'axis needs 3 values, got {vector.size}')
+        constrained_directions(constraint, vector)
+        return as_axis_vector(vector, 3, 'axis')
+
+    def target_from_state(self, state: RobotState) -> np.ndarray:
+        """The frame origin now (for a line or plane: a point on it)."""
+        return np.array(state.frame_placement(self.frame_id).translation)
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring (a point target skips the identity P)."""

@@ -8,17 +8,82 @@ With S selecting the actuated joints::
     ẍ* = q̈_ref + K_d (q̇_ref − q̇) + K_p e
 """
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
+from wbc_control.exceptions import InvalidShape, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector, as_slice
 
+#: How far (rad or m) a posture target may lie beyond a URDF position limit (rounding).
+POSITION_LIMIT_TOLERANCE = 1e-6
+
+
+def check_posture_limits(robot: RobotModel, positions: np.ndarray) -> None:
+    """Refuse posture targets outside the URDF position limits, naming the joints.
+
+    Raises:
+        InvalidValue: a joint is outside its limits by more than the tolerance.
+    """
+    lower, upper = robot.position_limits
+    outside = (positions < lower - POSITION_LIMIT_TOLERANCE) | (
+        positions > upper + POSITION_LIMIT_TOLERANCE
+    )
+    if outside.any():
+        details = ', '.join(
+            f'{robot.joint_names[i]}={positions[i]:.4g} not in [{lower[i]:.4g}, {upper[i]:.4g}]'
+            for i in np.flatnonzero(outside)
+        )
+        raise InvalidValue(f'posture target outside the URDF position limits: {details}')
+
+
+def merge_posture_target(
+    robot: RobotModel,
+    current: np.ndarray,
+    names: Sequence[str],
+    positions: Sequence[float],
+) -> np.ndarray:
+    """A posture target from a (possibly partial) joint state: named joints change, others stay.
+
+    Names that are not actuated joints of the model are ignored, like in `joint_states`.
+    `current` may hold NaN for joints without a target yet; those must then be named.
+
+    Raises:
+        InvalidShape: ragged arrays, duplicate names, or no joint of the model named.
+        InvalidValue: non-finite positions or a result outside the position limits.
+    """
+    if len(names) != len(positions):
+        raise InvalidShape(f'{len(names)} names but {len(positions)} positions')
+    if len(set(names)) != len(names):
+        raise InvalidShape('duplicate joint names')
+    lookup = {name: i for i, name in enumerate(robot.joint_names)}
+    known = [(lookup[name], i) for i, name in enumerate(names) if name in lookup]
+    if not known:
+        raise InvalidShape(f'names no joint of the model ({", ".join(robot.joint_names)})')
+    joints, message_index = (np.array(column, dtype=int) for column in zip(*known))
+    values = np.asarray(positions, dtype=float)[message_index]
+    if not np.isfinite(values).all():
+        raise InvalidValue('non-finite positions')
+    target = np.array(current, dtype=float)
+    target[joints] = values
+    unset = [robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(target))]
+    if unset:
+        raise InvalidShape(
+            f'joint(s) {", ".join(unset)} have no target yet: name every joint of the model'
+        )
+    check_posture_limits(robot, target)
+    return target
+
 
 class JointPostureTask(Task):
     """Drive every actuated joint to a target position (actuated-joint order)."""
+
+    TYPE = 'joint_posture'
+    MESSAGE = 'joint_state'
 
     def __init__(
         self,
@@ -55,10 +120,39 @@ class JointPostureTask(Task):
         q_reference = self.robot.configuration(positions)
         self._reference = (q_reference, positions, velocities, accelerations)
 
-    @property
-    def target_positions(self) -> np.ndarray:
-        """The posture target in actuated-joint order."""
-        return self._reference[1]
+    @classmethod
+    def gains_size_for(cls, robot: RobotModel) -> int:
+        """One gain per actuated joint."""
+        return robot.n_actuated
+
+    @classmethod
+    def target_size_for(cls, robot: RobotModel) -> int:
+        """One position per actuated joint, in model order."""
+        return robot.n_actuated
+
+    @classmethod
+    def parse_target(cls, robot: RobotModel, target: np.ndarray) -> np.ndarray:
+        """Joint positions inside the URDF position limits."""
+        target = super().parse_target(robot, target)
+        check_posture_limits(robot, target)
+        return target
+
+    @classmethod
+    def placeholder_target(cls, robot: RobotModel) -> np.ndarray:
+        """The neutral configuration's joint positions."""
+        return robot.joint_positions(robot.neutral_configuration())
+
+    def target_from_state(self, state: RobotState) -> np.ndarray:
+        """The joint positions now, clipped to the limits (a joint may read a hair beyond)."""
+        return np.clip(self.robot.joint_positions(state.q), *self.robot.position_limits)
+
+    def target_from_message(self, robot: RobotModel, message: object) -> np.ndarray:
+        """Merge a joint state's (names, positions): unnamed joints keep their target."""
+        names, positions = message
+        current = self._reference[1]
+        if self.target_pending:
+            current = np.full(self.dim, np.nan)
+        return merge_posture_target(robot, current, names, positions)
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring."""

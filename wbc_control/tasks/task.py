@@ -1,24 +1,34 @@
 """The task interface: what every operational-space task gives the controller.
 
 A task is a small object with a dimension and a `compute(state)` that returns its Jacobian J,
-drift J̇v, error e and desired task acceleration (design.md, "The control law")::
+drift J̇v, error e and desired task acceleration, the PD law of operational-space control
+(Khatib 1987, eq 26)::
 
     ẍ* = ẍ_ref + K_d (ẋ_ref − J v) + K_p e
 
 Priority and weight are not part of a task; they belong to the controller's task list.
 Gains and references are replaced as whole immutable objects, so a reader never sees half of
 an update.
+
+Everything the configuration needs to know about a task *type* is on its class (the `type`
+string, its extra parameters, gain and target sizes, how to read and check a target, how to
+take the target from the current state, which message kind streams it), so that
+:mod:`wbc_control.tasks.registry` only maps the `type` string to the class.
 """
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from wbc_control.exceptions import InvalidShape, InvalidValue
+from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_state import RobotState
+
+if TYPE_CHECKING:
+    from wbc_control.model.robot_model import RobotModel
 
 
 class TaskTerms(NamedTuple):
@@ -59,6 +69,7 @@ class PDGains:
 
     kp: np.ndarray
     kd: np.ndarray
+    critically_damped: bool = False  # kd was not given: kd = 2 √kp, also after a new kp
 
     @classmethod
     def create(cls, kp: npt.ArrayLike, kd: npt.ArrayLike | None, size: int) -> 'PDGains':
@@ -76,7 +87,7 @@ class PDGains:
                 raise InvalidValue(f'{name} must be non-negative, got {vector.tolist()}')
         kp_vector.flags.writeable = False
         kd_vector.flags.writeable = False
-        return cls(kp_vector, kd_vector)
+        return cls(kp_vector, kd_vector, kd is None)
 
     def acceleration(
         self, feed_forward: np.ndarray, velocity_error: np.ndarray, error: np.ndarray
@@ -85,12 +96,35 @@ class PDGains:
         return feed_forward + self.kd * velocity_error + self.kp * error
 
 
+class TaskSpecLike(Protocol):
+    """What :meth:`Task.from_spec` reads of a validated task configuration."""
+
+    kp: np.ndarray
+    kd: np.ndarray | None
+    target: np.ndarray | None
+    options: Mapping[str, object]
+
+
 class Task(ABC):
-    """An operational-space task of fixed dimension."""
+    """An operational-space task of fixed dimension.
+
+    Class attributes (per task type):
+        TYPE: the value of parameter `tasks.<name>.type` that selects the class.
+        FIELDS: the parameters `tasks.<name>.<field>` the type takes besides type, priority,
+            kp, kd, target and weight; they are passed to the constructor by name.
+        MESSAGE: what `~/<name>/target` carries: 'point' (x, y, z), 'pose' (x, y, z and a
+            quaternion x, y, z, w) or 'joint_state' (names and positions).
+    """
+
+    TYPE: ClassVar[str]
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+    MESSAGE: ClassVar[str] = 'point'
 
     def __init__(self, dim: int, gains: PDGains) -> None:
         self.dim = dim
         self._gains = gains
+        #: Built without a target: it holds the value measured at the first state.
+        self.target_pending = False
 
     @property
     def gains(self) -> PDGains:
@@ -109,3 +143,93 @@ class Task(ABC):
     @abstractmethod
     def compute(self, state: RobotState) -> TaskTerms:
         """Jacobian, drift, error, velocity and desired acceleration at the current tick."""
+
+    @abstractmethod
+    def set_target(self, target: npt.ArrayLike) -> None:
+        """Replace the reference; `target` is in the format of the `target` parameter."""
+
+    @abstractmethod
+    def target_from_state(self, state: RobotState) -> np.ndarray:
+        """The target that holds the task where the robot is now (`target` parameter format)."""
+
+    # Configuration of the type -----------------------------------------------------------
+
+    @classmethod
+    def gains_size_for(cls, robot: 'RobotModel') -> int:
+        """Number of per-axis gain values the type takes on `robot`."""
+        return 3
+
+    @classmethod
+    def target_size_for(cls, robot: 'RobotModel') -> int:
+        """Number of values of the type's `target` parameter on `robot`."""
+        return 3
+
+    @classmethod
+    def parse_field(cls, robot: 'RobotModel', field: str, values: Mapping[str, object]) -> object:
+        """Validate one of :attr:`FIELDS` (`values`: every field given, None = unset).
+
+        Raises:
+            InvalidTaskConfig, InvalidValue, FrameNotFound: the reason, without the parameter.
+        """
+        if field == 'frame' and 'frame' in cls.FIELDS:
+            return parse_frame(robot, cls.TYPE, values.get('frame'))
+        raise InvalidTaskConfig(f'a {cls.TYPE} task takes no {field}')
+
+    @classmethod
+    def parse_target(cls, robot: 'RobotModel', target: np.ndarray) -> np.ndarray:
+        """Check a target in the `target` parameter format: its size and finiteness.
+
+        Raises:
+            InvalidShape: wrong number of values.
+            InvalidValue: non-finite values (subclasses: quaternions, joint limits).
+        """
+        size = cls.target_size_for(robot)
+        if target.shape != (size,):
+            raise InvalidShape(
+                f'target of a {cls.TYPE} task needs {size} values, got {target.size}'
+            )
+        return as_axis_vector(target, size, 'target')
+
+    @classmethod
+    def placeholder_target(cls, robot: 'RobotModel') -> np.ndarray:
+        """A valid target to build the task with until the first state gives the real one."""
+        return np.zeros(cls.target_size_for(robot))
+
+    @classmethod
+    def from_spec(cls, robot: 'RobotModel', spec: TaskSpecLike) -> 'Task':
+        """The task of a validated configuration (a placeholder target where it has none)."""
+        target = cls.placeholder_target(robot) if spec.target is None else spec.target
+        task = cls(robot, target=target, kp=spec.kp, kd=spec.kd, **spec.options)
+        task.target_pending = spec.target is None
+        return task
+
+    # Targets at runtime ------------------------------------------------------------------
+
+    def assign_target(self, target: npt.ArrayLike) -> None:
+        """Replace the target (parameter format); the task no longer waits for a state."""
+        self.set_target(target)
+        self.target_pending = False
+
+    def set_target_from_state(self, state: RobotState) -> np.ndarray:
+        """Hold the task where the robot is now (pink's `set_target_from_configuration`)."""
+        target = self.target_from_state(state)
+        self.assign_target(target)
+        return target
+
+    def target_from_message(self, robot: 'RobotModel', message: object) -> np.ndarray:
+        """The new target from a decoded `~/<name>/target` message of kind :attr:`MESSAGE`.
+
+        Raises:
+            InvalidShape, InvalidValue: the message does not make a valid target.
+        """
+        return self.parse_target(robot, np.asarray(message, dtype=float))
+
+
+def parse_frame(robot: 'RobotModel', task_type: str, value: object) -> str:
+    """The frame of a frame task; FrameNotFound lists the model's frames."""
+    if value is None or value == '':
+        raise InvalidTaskConfig(f'a {task_type} task needs a frame')
+    if not isinstance(value, str):
+        raise InvalidValue(f'frame must be a string, got {value!r}')
+    robot.frame_id(value)
+    return value

@@ -1,4 +1,4 @@
-"""Task and controller configuration from parameter values: parsing, every error, live updates."""
+"""Task parameters: parsing, every error, the shipped example, live updates (config/tasks.py)."""
 
 from pathlib import Path
 
@@ -7,41 +7,25 @@ from hypothesis import strategies as st
 import numpy as np
 import numpy.testing as npt
 import pytest
-from robots import random_state, robot
+from robots import robot
 import yaml
 
-from wbc_control.config.task_config import (
-    TASK_FIELDS,
-    TASK_TYPES,
+from wbc_control.config.settings import parse_controller_settings
+from wbc_control.config.tasks import (
     TaskSpec,
     apply_task_update,
     build_entries,
-    default_settings,
-    holding_torque,
-    measured_target,
-    merge_posture_target,
-    parse_contacts,
-    parse_controller_settings,
-    parse_target,
     parse_task,
     parse_tasks,
     plan_task_updates,
-    root_link,
+    task_fields,
     unknown_task_parameters,
-    update_settings,
 )
-from wbc_control.control.contacts import ContactType, contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController
-from wbc_control.exceptions import (
-    FrameNotFound,
-    InvalidShape,
-    InvalidTaskConfig,
-    InvalidValue,
-    JointNotFound,
-    ModelError,
-)
+from wbc_control.exceptions import FrameNotFound, InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
+from wbc_control.tasks.registry import TASK_TYPES
 
 CONFIG = Path(__file__).resolve().parents[2] / 'config' / 'panda_controller.yaml'
 READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
@@ -53,7 +37,8 @@ def panda() -> RobotModel:
 
 
 def example_parameters() -> dict:
-    return yaml.safe_load(CONFIG.read_text())['wbc_controller']['ros__parameters']
+    (section,) = yaml.safe_load(CONFIG.read_text()).values()  # keyed /** or by the node name
+    return section['ros__parameters']
 
 
 def example_specs() -> dict[str, TaskSpec]:
@@ -78,7 +63,7 @@ def ready_state() -> RobotState:
 def test_the_shipped_panda_example_parses_and_runs():
     specs = example_specs()
     hand, posture = specs['hand'], specs['posture']
-    assert (hand.type, hand.frame, hand.priority) == ('frame_pose', 'panda_hand', 0)
+    assert (hand.type, hand.options['frame'], hand.priority) == ('frame_pose', 'panda_hand', 0)
     npt.assert_allclose(hand.kp, [100, 100, 100, 60, 60, 60])
     assert hand.kd is None
     npt.assert_allclose(hand.gains.kd, 2 * np.sqrt(hand.kp))
@@ -98,7 +83,7 @@ def test_the_shipped_panda_example_parses_and_runs():
 @pytest.mark.parametrize('kind', TASK_TYPES)
 def test_every_type_builds_with_scalar_gains_and_critical_damping(kind):
     values = {'type': kind, 'kp': 4.0}
-    if 'frame' in TASK_FIELDS[kind]:
+    if 'frame' in task_fields(kind):
         values['frame'] = 'panda_hand'
     spec = parse_task(panda(), 'task', values)
     task = build_entries(panda(), [spec])[0].task
@@ -125,8 +110,8 @@ def test_integer_values_from_yaml_are_accepted():
     )
     npt.assert_allclose(spec.kp, [10, 20, 30])
     npt.assert_allclose(spec.kd, [3, 3, 3])
-    npt.assert_allclose(spec.axis, [0, 0, 2])
-    assert (spec.weight, spec.priority, spec.constraint) == (2.0, 3, 'line')
+    npt.assert_allclose(spec.options['axis'], [0, 0, 2])
+    assert (spec.weight, spec.priority, spec.options['constraint']) == (2.0, 3, 'line')
     assert build_entries(panda(), [spec])[0].task.dim == 2
 
 
@@ -230,54 +215,6 @@ def test_parameter_name_typos_are_errors_and_unlisted_tasks_are_reported():
         unknown_task_parameters(specs, ['tasks.hand.axis'])
 
 
-# Targets ------------------------------------------------------------------------------------
-
-
-@settings(max_examples=10, deadline=None)
-@given(st.integers(0, 2**31 - 1))
-def test_a_measured_target_holds_every_task_where_the_robot_is(seed):
-    state = random_state(panda(), seed)
-    for kind in TASK_TYPES:
-        values = {'type': kind, 'kp': 1.0}
-        if 'frame' in TASK_FIELDS[kind]:
-            values['frame'] = 'panda_link5'
-        spec = parse_task(panda(), 'task', values)
-        target = measured_target(state, spec)
-        npt.assert_array_equal(parse_target(panda(), kind, target), target)
-        task = build_entries(panda(), [spec])[0].task
-        task.set_target(target)
-        npt.assert_allclose(task.compute(state).error, 0.0, atol=1e-9)
-
-
-def test_partial_posture_target_changes_only_the_named_joints():
-    current = np.array(READY)
-    target = merge_posture_target(
-        panda(), current, ['unknown_joint', 'panda_joint2', 'panda_joint1'], [9.0, -0.5, 0.3]
-    )
-    expected = current.copy()
-    expected[[0, 1]] = [0.3, -0.5]
-    npt.assert_allclose(target, expected)
-    npt.assert_allclose(current, READY)
-
-
-@pytest.mark.parametrize(
-    'current, names, positions, error, words',
-    [
-        (READY, ['panda_joint1'], [0.1, 0.2], InvalidShape, ['1 names but 2 positions']),
-        (READY, ['panda_joint1'] * 2, [0.1, 0.2], InvalidShape, ['duplicate']),
-        (READY, ['wheel'], [0.1], InvalidShape, ['no joint of the model']),
-        (READY, ['panda_joint1'], [np.nan], InvalidValue, ['non-finite']),
-        (READY, ['panda_joint4'], [1.0], InvalidValue, ['panda_joint4=1']),
-        ([np.nan] * 9, ['panda_joint1'], [0.1], InvalidShape, ['panda_joint2', 'no target yet']),
-    ],
-)
-def test_posture_target_message_errors(current, names, positions, error, words):
-    with pytest.raises(error) as raised:
-        merge_posture_target(panda(), np.array(current), names, positions)
-    for word in words:
-        assert word in str(raised.value)
-
-
 # Live updates -------------------------------------------------------------------------------
 
 
@@ -377,152 +314,3 @@ def test_a_batch_is_applied_whole_or_not_at_all(hand_kp, posture_kd, hand_weight
     npt.assert_allclose(hand.gains.kd, 2 * np.sqrt(hand.gains.kp))
     npt.assert_allclose(posture.gains.kd, np.broadcast_to(posture_kd, 9))
     assert controller.weight('hand') == hand_weight
-
-
-# Controller settings ------------------------------------------------------------------------
-
-
-def test_default_settings():
-    settings = parse_controller_settings(panda(), {})
-    assert settings.command_joints == panda().joint_names
-    npt.assert_array_equal(settings.effort_limits, panda().effort_limits)
-    assert np.isinf(settings.torque_rate_limits).all()
-    assert settings.world_frame == 'panda_link0' == default_settings(panda())['world_frame']
-    assert (settings.stale_command, settings.joint_state_timeout) == ('zero', 0.1)
-    assert settings.singular_value_threshold == 1e-3
-
-
-def test_world_frame_defaults_to_the_urdf_root_link():
-    assert root_link(robot('ur5')) == 'world'
-    assert root_link(robot('talos_left_arm')) == 'arm_left_1_link'
-
-
-def test_overrides_apply_to_command_joints_in_their_order():
-    settings = parse_controller_settings(
-        panda(),
-        {
-            'command_joints': ['panda_joint7', 'panda_joint1'],
-            'effort_limits': [5.0, 50],
-            'torque_rate_limit': [100.0, 0.0],
-        },
-    )
-    npt.assert_array_equal(settings.command_index, [6, 0])
-    expected = panda().effort_limits
-    expected[[6, 0]] = [5.0, 50.0]
-    npt.assert_array_equal(settings.effort_limits, expected)
-    rates = np.full(9, np.inf)
-    rates[6] = 100.0
-    npt.assert_array_equal(settings.torque_rate_limits, rates)
-    scalar = parse_controller_settings(panda(), {'torque_rate_limit': 200})
-    npt.assert_array_equal(scalar.torque_rate_limits, np.full(9, 200.0))
-
-
-@pytest.mark.parametrize(
-    'values, error, words',
-    [
-        ({'command_joints': ['panda_joint1', 'gripper']}, JointNotFound, ["'gripper'"]),
-        ({'command_joints': []}, InvalidValue, ['command_joints', 'non-empty']),
-        ({'command_joints': ['panda_joint1'] * 2}, InvalidValue, ['duplicate']),
-        ({'effort_limits': [1.0, 2.0]}, InvalidShape, ['effort_limits', 'one value per']),
-        ({'effort_limits': -1.0}, InvalidValue, ['effort_limits', '> 0']),
-        ({'torque_rate_limit': -5.0}, InvalidValue, ['torque_rate_limit', '>= 0']),
-        ({'torque_rate_limit': [1.0] * 3}, InvalidShape, ['torque_rate_limit']),
-        ({'joint_state_timeout': 0.0}, InvalidValue, ['joint_state_timeout', '> 0']),
-        ({'joint_state_timeout': 'soon'}, InvalidValue, ['joint_state_timeout', 'number']),
-        ({'diagnostics_rate': -1.0}, InvalidValue, ['diagnostics_rate']),
-        ({'world_frame': ''}, InvalidValue, ['world_frame']),
-        ({'stale_command': 'hold'}, InvalidValue, ['stale_command', 'zero, gravity']),
-        ({'singular_value_threshold': 1.5}, InvalidValue, ['singular_value_threshold']),
-        ({'friction_coefficient': 0.0}, InvalidValue, ['friction_coefficient', '> 0']),
-        ({'friction_coefficient': 'ice'}, InvalidValue, ['friction_coefficient', 'number']),
-        ({'odom_pairing': 'nearest'}, InvalidValue, ['odom_pairing', 'latest, stamp']),
-        ({'base_frame': ''}, InvalidValue, ['base_frame']),
-    ],
-)
-def test_setting_errors_name_the_parameter(values, error, words):
-    with pytest.raises(error) as raised:
-        parse_controller_settings(panda(), values)
-    for word in words:
-        assert word in str(raised.value)
-
-
-def test_live_settings_update_and_refusals():
-    settings = parse_controller_settings(panda(), {})
-    changed = update_settings(
-        settings, {'stale_command': 'gravity', 'singular_value_threshold': 0.01}
-    )
-    assert (changed.stale_command, changed.singular_value_threshold) == ('gravity', 0.01)
-    assert settings.stale_command == 'zero'
-    with pytest.raises(InvalidTaskConfig, match='joint_state_timeout: read-only'):
-        update_settings(settings, {'joint_state_timeout': 1.0})
-    with pytest.raises(InvalidValue, match='singular_value_threshold'):
-        update_settings(settings, {'stale_command': 'gravity', 'singular_value_threshold': 0.0})
-
-
-def test_friction_coefficient_is_live():
-    settings = parse_controller_settings(panda(), {})
-    assert settings.friction_coefficient == 0.7
-    assert update_settings(settings, {'friction_coefficient': 1}).friction_coefficient == 1.0
-    with pytest.raises(InvalidValue, match='friction_coefficient'):
-        update_settings(settings, {'friction_coefficient': float('inf')})
-    with pytest.raises(InvalidTaskConfig, match='odom_pairing: read-only'):
-        update_settings(settings, {'odom_pairing': 'stamp'})
-
-
-def test_a_floating_base_defaults_to_the_odom_frame_and_its_root_link():
-    settings = parse_controller_settings(robot('solo12'), {})
-    assert (settings.world_frame, settings.base_frame) == ('odom', 'base_link')
-    assert settings.odom_pairing == 'latest'
-    assert root_link(robot('talos')) == 'base_link'
-
-
-# Contacts -----------------------------------------------------------------------------------
-
-FEET = ['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT']
-
-
-def test_contacts_take_one_type_each_or_none_for_surface():
-    solo = robot('solo12')
-    points = parse_contacts(solo, FEET, ['point'] * 4)
-    assert [c.frame for c in points] == FEET
-    assert {c.kind for c in points} == {ContactType.POINT} and points[0].dim == 3
-    surfaces = parse_contacts(robot('talos'), ['left_sole_link', 'right_sole_link'], [])
-    assert [(c.kind, c.dim) for c in surfaces] == [(ContactType.SURFACE, 6)] * 2
-    # A fixed base may have contacts too (a closed chain), and needs none.
-    assert parse_contacts(panda(), ['panda_hand'], None)[0].dim == 6
-    assert parse_contacts(panda(), None, None) == ()
-
-
-@pytest.mark.parametrize(
-    'frames, types, error, words',
-    [
-        (None, None, ModelError, ['floating_base: true needs contacts']),
-        (['FL_FOOT', 'toe', 'heel'], [], InvalidTaskConfig, ['contacts:', "'toe', 'heel'"]),
-        (FEET, ['point', 'edge', 'point', 'ball'], InvalidTaskConfig, ["FR_FOOT: 'edge'", 'HR']),
-        (FEET, ['point'], InvalidShape, ['contact_types:', '1 types for 4 contacts']),
-        (['FL_FOOT', 'FL_FOOT'], [], InvalidTaskConfig, ['contacts:', 'duplicate', 'FL_FOOT']),
-        ('FL_FOOT', [], InvalidValue, ['contacts', 'list of strings']),
-        (FEET, ['along'] * 4, InvalidTaskConfig, ['surface, point']),
-    ],
-)
-def test_contact_errors_name_the_bad_frames_and_types(frames, types, error, words):
-    with pytest.raises(error) as raised:
-        parse_contacts(robot('solo12'), frames, types)
-    for word in words:
-        assert word in str(raised.value)
-
-
-@pytest.mark.parametrize('seed', [0, 1])
-def test_the_gravity_safe_command_balances_the_base_through_the_contacts(seed):
-    """Standing still: the base rows of g − Aᵀf vanish and the joints get its actuated rows."""
-    solo = robot('solo12')
-    contacts = parse_contacts(solo, FEET, ['point'] * 4)
-    state = random_state(solo, seed, speed=0.0)
-    torque = holding_torque(state, contacts)
-    constraint = contact_jacobian(state, contacts)[0]
-    forces = np.linalg.lstsq(constraint[:, :6].T, state.gravity[:6], rcond=None)[0]
-    wrench = state.gravity - constraint.T @ forces
-    npt.assert_allclose(wrench[:6], 0.0, atol=1e-9)
-    npt.assert_allclose(torque, wrench[solo.indices.v], atol=1e-9)
-    fixed = random_state(panda(), seed, speed=0.0)
-    npt.assert_allclose(holding_torque(fixed, ()), fixed.gravity)

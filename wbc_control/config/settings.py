@@ -1,0 +1,261 @@
+"""Controller-level parameters -> validated settings; rigid contacts from their parameters.
+
+Names, types, defaults, bounds and which settings are live come from the schema
+(``wbc_controller_parameters.yaml``), which checks every value; this module adds what depends
+on the robot (joints, frames, limits) and the defaults that do (all actuated joints, the URDF
+root link). Rigid contacts (`contacts`, `contact_types`) are the controller's top priority
+level (Mistry & Righetti 2011): each is a frame of the model and a type, `surface` (6
+constrained directions: a foot sole) or `point` (3: a ball foot); no types at all means every
+contact is a surface contact.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pinocchio as pin
+
+from wbc_control.config._coerce import (
+    as_floats,
+    duplicates,
+    parameter_errors,
+    scalar,
+    string_list,
+)
+from wbc_control.config.schema import load_schema
+from wbc_control.control.contacts import Contact
+from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue, ModelError
+from wbc_control.model.robot_model import RobotModel
+
+_SCHEMA = load_schema('wbc_controller')
+#: Controller-level settings that can change at runtime (the schema's read_only: false).
+LIVE_SETTINGS = frozenset(spec.name for spec in _SCHEMA if spec.live)
+#: World frame (odometry frame_id) of a floating-base robot unless `world_frame` says otherwise.
+DEFAULT_ODOM_FRAME = 'odom'
+_SETTINGS = (
+    'command_joints',
+    'effort_limits',
+    'torque_rate_limit',
+    'joint_state_timeout',
+    'stale_command',
+    'singular_value_threshold',
+    'world_frame',
+    'diagnostics_rate',
+    'friction_coefficient',
+    'odom_pairing',
+    'base_frame',
+    'robot_compensates_gravity',
+)
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """Validated controller-level parameters.
+
+    Attributes:
+        command_joints: joints of the command, in its order.
+        command_index: positions of `command_joints` in the actuated-joint order, `(n_cmd,)`.
+        effort_limits: per actuated joint (N m or N; inf = none), `(n_act,)`.
+        torque_rate_limits: per actuated joint (N m/s; inf = none), `(n_act,)`.
+        joint_state_timeout: seconds without a valid joint state before the safe command.
+        stale_command: safe command while stale: 'zero' or 'gravity' (the holding torque of
+            :func:`wbc_control.control.contacts.holding_torque` at the last state).
+        singular_value_threshold: ε of the regularized task-space inertia, in (0, 1).
+        world_frame: frame_id accepted (besides '') for targets and odometry.
+        diagnostics_rate: /diagnostics rate (Hz); 0 disables it.
+        friction_coefficient: μ of the friction-cone check of contact forces.
+        odom_pairing: how joint states and odometry make a tick (floating base), one of
+            :data:`~wbc_control.inputs.odometry.ODOM_PAIRINGS`.
+        base_frame: child_frame_id accepted (besides '') for odometry.
+        robot_compensates_gravity: the driver adds g(q) itself: publish τ − g(q).
+    """
+
+    command_joints: tuple[str, ...]
+    command_index: np.ndarray
+    effort_limits: np.ndarray
+    torque_rate_limits: np.ndarray
+    joint_state_timeout: float
+    stale_command: str
+    singular_value_threshold: float
+    world_frame: str
+    diagnostics_rate: float
+    friction_coefficient: float
+    odom_pairing: str
+    base_frame: str
+    robot_compensates_gravity: bool = False
+
+
+def root_link(robot: RobotModel) -> str:
+    """Name of the URDF root link: the first body frame on the world (or free-flyer) joint."""
+    root_joint = 1 if robot.floating_base else 0
+    for frame in robot.model.frames:
+        if frame.type == pin.FrameType.BODY and frame.parentJoint == root_joint:
+            return frame.name
+    return robot.model.frames[0].name
+
+
+def robot_defaults(robot: RobotModel) -> dict[str, object]:
+    """The defaults that depend on the robot (the schema leaves them empty)."""
+    return {
+        'command_joints': list(robot.joint_names),
+        'world_frame': DEFAULT_ODOM_FRAME if robot.floating_base else root_link(robot),
+        'base_frame': root_link(robot),
+    }
+
+
+def default_settings(robot: RobotModel) -> dict[str, object]:
+    """Default value of every controller-level setting (what the node declares)."""
+    return {name: _SCHEMA[name].default for name in _SETTINGS} | robot_defaults(robot)
+
+
+def parse_controller_settings(
+    robot: RobotModel, values: Mapping[str, object]
+) -> ControllerSettings:
+    """Validate the controller-level settings; missing ones take :func:`default_settings`.
+
+    Raises:
+        InvalidValue, InvalidShape, JointNotFound: the message starts with the parameter.
+    """
+    given = {k: v for k, v in values.items() if k in _SETTINGS and v is not None}
+    for name, value in given.items():
+        _SCHEMA[name].check(value)
+    values = default_settings(robot) | given
+    with parameter_errors('command_joints'):
+        command_joints = _command_joints(values['command_joints'])
+        command_index = robot.joint_index(command_joints)
+    with parameter_errors('effort_limits'):
+        effort_limits = _effort_limits(robot, command_index, values['effort_limits'])
+    with parameter_errors('torque_rate_limit'):
+        rate_limits = _rate_limits(robot, command_index, values['torque_rate_limit'])
+    with parameter_errors('joint_state_timeout'):
+        timeout = scalar(values['joint_state_timeout'], 'joint_state_timeout')
+    with parameter_errors('diagnostics_rate'):
+        diagnostics_rate = scalar(values['diagnostics_rate'], 'diagnostics_rate')
+    settings = ControllerSettings(
+        command_joints,
+        command_index,
+        effort_limits,
+        rate_limits,
+        timeout,
+        values['stale_command'],
+        values['singular_value_threshold'],
+        _frame_name(values['world_frame'], 'world_frame'),
+        diagnostics_rate,
+        values['friction_coefficient'],
+        values['odom_pairing'],
+        _frame_name(values['base_frame'], 'base_frame'),
+        bool(values['robot_compensates_gravity']),
+    )
+    return update_settings(settings, {name: values[name] for name in LIVE_SETTINGS})
+
+
+def update_settings(
+    settings: ControllerSettings, changes: Mapping[str, object]
+) -> ControllerSettings:
+    """Validate live changes of :data:`LIVE_SETTINGS` and return the new settings.
+
+    Raises:
+        InvalidTaskConfig: a setting that is not live.
+        InvalidValue: a value fails validation.
+    """
+    updated = {}
+    for name, value in changes.items():
+        with parameter_errors(name):
+            if name not in LIVE_SETTINGS:
+                raise InvalidTaskConfig('read-only at runtime; restart the node to change it')
+        _SCHEMA[name].check(value)
+        with parameter_errors(name):
+            updated[name] = value if isinstance(value, str) else scalar(value, name)
+    return replace(settings, **updated)
+
+
+def parse_contacts(robot: RobotModel, frames: object, types: object) -> tuple[Contact, ...]:
+    """Validate `contacts` (frame names) and `contact_types` (same length, or empty: surface).
+
+    Raises:
+        InvalidTaskConfig, InvalidShape, FrameNotFound: the message starts with the parameter
+            at fault and names the bad frames or types.
+        ModelError: a floating base without contacts (its base is not actuated).
+    """
+    frames = string_list(frames, 'contacts')
+    kinds = string_list(types, 'contact_types') or ['surface'] * len(frames)
+    if robot.floating_base and not frames:
+        raise ModelError(
+            'floating_base: true needs contacts: the base is not actuated, so list the frames '
+            'in rigid contact with the ground (e.g. contacts: [left_sole_link, right_sole_link])'
+        )
+    with parameter_errors('contacts'):
+        repeated = duplicates(frames)
+        if repeated:
+            raise InvalidTaskConfig(f'duplicate frames: {", ".join(repeated)}')
+        unknown = [repr(frame) for frame in frames if not robot.model.existFrame(frame)]
+        if unknown:
+            raise InvalidTaskConfig(
+                f'frame(s) {", ".join(unknown)} not in the robot model; available frames: '
+                f'{", ".join(robot.frame_names)}'
+            )
+    with parameter_errors('contact_types'):
+        if len(kinds) != len(frames):
+            raise InvalidShape(
+                f'{len(kinds)} types for {len(frames)} contacts: give one type per contact '
+                '(or none: all surface)'
+            )
+        choices = _SCHEMA['contact_types'].validation['one_of<>'][0]
+        bad = [f'{frame}: {kind!r}' for frame, kind in zip(frames, kinds) if kind not in choices]
+        if bad:
+            raise InvalidTaskConfig(
+                f'{", ".join(bad)}; each type must be one of {", ".join(choices)}'
+            )
+    return tuple(Contact.create(robot, frame, kind) for frame, kind in zip(frames, kinds))
+
+
+def _frame_name(value: object, parameter: str) -> str:
+    with parameter_errors(parameter):
+        if not isinstance(value, str) or not value:
+            raise InvalidValue(f'must be a non-empty frame name, got {value!r}')
+    return value
+
+
+def _command_joints(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not value or not all(isinstance(v, str) for v in value):
+        raise InvalidValue(f'must be a non-empty list of joint names, got {value!r}')
+    names = tuple(value)
+    repeated = duplicates(names)
+    if repeated:
+        raise InvalidValue(f'duplicate joints: {", ".join(repeated)}')
+    return names
+
+
+def _effort_limits(robot: RobotModel, command_index: np.ndarray, value: object) -> np.ndarray:
+    limits = robot.effort_limits
+    if value is None:
+        return limits
+    override = as_floats(value, 'effort_limits')
+    if override.size == 0:
+        return limits
+    override = np.broadcast_to(override, command_index.shape) if override.ndim == 0 else override
+    if override.shape != command_index.shape:
+        raise InvalidShape(
+            f'needs one value per command joint ({command_index.size}) or a scalar, '
+            f'got {override.size}'
+        )
+    if np.isnan(override).any() or (override <= 0.0).any():
+        raise InvalidValue(f'must be > 0 (.inf for none), got {override.tolist()}')
+    limits[command_index] = override
+    return limits
+
+
+def _rate_limits(robot: RobotModel, command_index: np.ndarray, value: object) -> np.ndarray:
+    rates = as_floats(value, 'torque_rate_limit')
+    limits = np.full(robot.n_actuated, np.inf)
+    if rates.size == 0:
+        return limits
+    if rates.ndim != 0 and rates.shape != command_index.shape:
+        raise InvalidShape(
+            f'needs a scalar or one value per command joint ({command_index.size}), '
+            f'got {rates.size}'
+        )
+    if np.isnan(rates).any():
+        raise InvalidValue(f'must be a number (0 = no limit), got {rates.tolist()}')
+    limits[command_index] = np.where(rates > 0.0, rates, np.inf)
+    return limits

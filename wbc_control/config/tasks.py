@@ -1,0 +1,332 @@
+"""Task parameters -> validated task specs -> tasks; live changes planned before they apply.
+
+Parameters of one task ``<name>`` are ``tasks.<name>.<field>``: ``type`` (a key of
+:data:`~wbc_control.tasks.registry.TASK_TYPES`), ``priority``, ``kp``, ``kd``, ``target``,
+``weight`` and the type's own fields (its class's ``FIELDS``, e.g. ``frame``). Names, types,
+defaults and which fields are live come from the schema (``wbc_controller_parameters.yaml``);
+what a type accepts comes from its class. Errors name the parameter at fault, e.g.
+``tasks.hand.kp: kp must be non-negative, got [-1.0, ...]``.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+import re
+from typing import NamedTuple
+
+import numpy as np
+
+from wbc_control.config._coerce import as_floats, duplicates, parameter_errors, scalar, vector
+from wbc_control.config.schema import load_schema, unknown_parameter_message
+from wbc_control.control.prioritized_controller import (
+    PrioritizedController,
+    TaskEntry,
+    validate_weight,
+)
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
+from wbc_control.tasks.registry import TASK_TYPES
+from wbc_control.tasks.task import PDGains, Task
+
+#: Fields every task type takes besides `type` (a type adds its class's FIELDS).
+COMMON_FIELDS = ('priority', 'kp', 'kd', 'target', 'weight')
+TASK_NAME_PATTERN = re.compile(r'[A-Za-z][A-Za-z0-9_]*')
+_SCHEMA = load_schema('wbc_controller')
+_TASK_SCHEMA = _SCHEMA.maps['tasks']
+#: Task fields that can change at runtime (the schema's read_only: false).
+LIVE_TASK_FIELDS = frozenset(name for name, spec in _TASK_SCHEMA.fields.items() if spec.live)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task's validated configuration.
+
+    Attributes:
+        name: task name (also the target topic `~/<name>/target`).
+        type: a key of the task registry.
+        priority: level, 0 = highest.
+        kp: proportional gain per axis, `(gains_size,)`.
+        kd: derivative gain per axis, or None for critical damping 2 √kp.
+        target: target in the `target` parameter's format, or None: hold the value measured
+            at the first joint state.
+        weight: weight within the level.
+        options: the type's own fields (e.g. frame), passed to its constructor by name.
+    """
+
+    name: str
+    type: str
+    priority: int
+    kp: np.ndarray
+    kd: np.ndarray | None
+    target: np.ndarray | None
+    weight: float = 1.0
+    options: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def gains(self) -> PDGains:
+        """The PD gains in force (critical damping filled in)."""
+        return PDGains.create(self.kp, self.kd, self.kp.shape[0])
+
+
+def task_fields(task_type: str) -> tuple[str, ...]:
+    """Every field (besides `type`) a registered task type takes."""
+    return (*TASK_TYPES[task_type].FIELDS, *COMMON_FIELDS)
+
+
+def task_class(name: str, value: object) -> type[Task]:
+    """The class of `tasks.<name>.type`."""
+    with parameter_errors(f'tasks.{name}.type'):
+        valid = ', '.join(TASK_TYPES)
+        if value is None or value == '':
+            raise InvalidTaskConfig(f'required; one of {valid}')
+        if value not in TASK_TYPES:
+            raise InvalidTaskConfig(f'unknown task type {value!r}; valid types: {valid}')
+    return TASK_TYPES[value]
+
+
+def parse_kp(value: object, size: int) -> np.ndarray:
+    """Proportional gain: required, scalar or `size` values, finite and non-negative."""
+    if value is None:
+        raise InvalidValue(f'kp is required (a scalar or {size} values)')
+    return PDGains.create(vector(value, size, 'kp'), None, size).kp
+
+
+def parse_kd(value: object, size: int) -> np.ndarray | None:
+    """Derivative gain: None (critical damping) or scalar / `size` non-negative values."""
+    if value is None:
+        return None
+    return PDGains.create(np.zeros(size), vector(value, size, 'kd'), size).kd
+
+
+def parse_target(robot: RobotModel, task_type: str, value: object) -> np.ndarray:
+    """A target in the `target` parameter format of a task type (checked by its class)."""
+    return TASK_TYPES[task_type].parse_target(robot, as_floats(value, 'target'))
+
+
+def _schema_value(name: str, field_name: str, value: object) -> object:
+    """A field checked by the schema (type and bounds), or the schema's default where unset."""
+    spec = _TASK_SCHEMA.fields[field_name]
+    return spec.default if value is None else spec.check(value, f'tasks.{name}.{field_name}')
+
+
+def parse_task(robot: RobotModel, name: str, values: Mapping[str, object]) -> TaskSpec:
+    """Validate the parameters of one task (`values`: field -> value, None or absent = unset).
+
+    Raises:
+        InvalidTaskConfig, InvalidValue, InvalidShape, FrameNotFound: the message starts with
+            the parameter at fault (`tasks.<name>.<field>`).
+    """
+    check_task_name(name)
+    cls = task_class(name, values.get('type'))
+    fields = task_fields(cls.TYPE)
+    unused = sorted(f for f, v in values.items() if f not in ('type', *fields) and v is not None)
+    if unused:
+        raise InvalidTaskConfig(
+            f'tasks.{name}: a {cls.TYPE} task takes no {", ".join(unused)} '
+            f'(its fields: type, {", ".join(fields)})'
+        )
+    prefix = f'tasks.{name}'
+    options = {}
+    for option in cls.FIELDS:
+        with parameter_errors(f'{prefix}.{option}'):
+            options[option] = cls.parse_field(robot, option, values)
+    size = cls.gains_size_for(robot)
+    with parameter_errors(f'{prefix}.kp'):
+        kp = parse_kp(values.get('kp'), size)
+    with parameter_errors(f'{prefix}.kd'):
+        kd = parse_kd(values.get('kd'), size)
+    target = None
+    if values.get('target') is not None:
+        with parameter_errors(f'{prefix}.target'):
+            target = cls.parse_target(robot, as_floats(values['target'], 'target'))
+    priority = _schema_value(name, 'priority', values.get('priority'))
+    weight = _TASK_SCHEMA.fields['weight'].default
+    if values.get('weight') is not None:
+        with parameter_errors(f'{prefix}.weight'):
+            weight = validate_weight(name, scalar(values['weight'], 'weight'))
+    return TaskSpec(name, cls.TYPE, priority, kp, kd, target, weight, options)
+
+
+def check_task_name(name: object) -> None:
+    """Task names become topic and parameter name tokens: a letter, then letters, digits, _."""
+    if not isinstance(name, str) or not TASK_NAME_PATTERN.fullmatch(name):
+        raise InvalidTaskConfig(
+            f'task name {name!r} is not valid: use a letter followed by letters, digits or _'
+        )
+
+
+def check_task_names(task_names: object) -> tuple[str, ...]:
+    """`task_names`: a non-empty list of unique, valid names."""
+    with parameter_errors('task_names'):
+        if not task_names or isinstance(task_names, str):
+            raise InvalidTaskConfig(
+                'list the tasks to run, e.g. [hand, posture], and describe each under '
+                'tasks.<name> (see config/panda_controller.yaml)'
+            )
+        names = tuple(task_names)
+        for name in names:
+            check_task_name(name)
+        repeated = duplicates(names)
+        if repeated:
+            raise InvalidTaskConfig(f'duplicate task names: {", ".join(repeated)}')
+    return names
+
+
+def parse_tasks(
+    robot: RobotModel, task_names: object, values: Mapping[str, Mapping[str, object]]
+) -> tuple[TaskSpec, ...]:
+    """Validate every task of `task_names`; `values[name]` holds that task's fields."""
+    return tuple(
+        parse_task(robot, name, values.get(name, {})) for name in check_task_names(task_names)
+    )
+
+
+def unknown_task_parameters(
+    task_types: Mapping[str, str], parameter_names: Iterable[str]
+) -> tuple[str, ...]:
+    """Check the `tasks.*` parameter names a user gave against the configured tasks.
+
+    Args:
+        task_types: type of each task in `task_names`.
+        parameter_names: every parameter name given (others than `tasks.*` are skipped).
+
+    Returns:
+        Parameters of tasks that are not in `task_names` (the node refuses to start on them).
+
+    Raises:
+        InvalidTaskConfig: a listed task has a field its type does not take (a typo); the
+            message names the closest field.
+    """
+    fields = {name: ('type', *task_fields(kind)) for name, kind in task_types.items()}
+    unlisted = []
+    for parameter in parameter_names:
+        parts = parameter.split('.')
+        if parts[0] != 'tasks':
+            continue
+        if len(parts) != 3 or parts[1] not in fields:
+            unlisted.append(parameter)
+        elif parts[2] not in fields[parts[1]]:
+            taken = [f'tasks.{parts[1]}.{name}' for name in fields[parts[1]]]
+            hint = unknown_parameter_message(parameter, _SCHEMA.closest(parameter, taken))
+            raise InvalidTaskConfig(
+                f'{parameter}: unknown field; tasks.{parts[1]} takes '
+                f'{", ".join(fields[parts[1]])} ({hint})'
+            )
+    return tuple(unlisted)
+
+
+def build_entries(robot: RobotModel, specs: Iterable[TaskSpec]) -> list[TaskEntry]:
+    """The controller's task list (tasks without a target wait for the first state)."""
+    return [
+        TaskEntry(
+            spec.name, TASK_TYPES[spec.type].from_spec(robot, spec), spec.priority, spec.weight
+        )
+        for spec in specs
+    ]
+
+
+def task_specs(controller: PrioritizedController) -> dict[str, TaskSpec]:
+    """The specs in force, read back from the controller (gains, weight; not the target)."""
+    specs = {}
+    for entry in controller.entries:
+        gains = entry.task.gains
+        kd = None if gains.critically_damped else gains.kd
+        weight = controller.weight(entry.name)
+        specs[entry.name] = TaskSpec(
+            entry.name, entry.task.TYPE, entry.priority, gains.kp, kd, None, weight
+        )
+    return specs
+
+
+def hold_pending_targets(
+    controller: PrioritizedController, state: RobotState
+) -> list[tuple[str, np.ndarray]]:
+    """Tasks built without a target take the value measured now; returns (name, target)."""
+    return [
+        (entry.name, entry.task.set_target_from_state(state))
+        for entry in controller.entries
+        if entry.task.target_pending
+    ]
+
+
+class TaskUpdate(NamedTuple):
+    """A validated live change of one task, ready to apply."""
+
+    spec: TaskSpec  # the task's configuration after the change
+    fields: frozenset[str]  # the changed fields, a subset of LIVE_TASK_FIELDS
+
+
+def split_task_parameter(parameter: str) -> tuple[str, str]:
+    """(task, field) of a `tasks.<task>.<field>` parameter name."""
+    parts = parameter.split('.')
+    if len(parts) != 3 or parts[0] != 'tasks':
+        raise InvalidTaskConfig(f'{parameter}: not a tasks.<name>.<field> parameter')
+    return parts[1], parts[2]
+
+
+def plan_task_updates(
+    robot: RobotModel, specs: Mapping[str, TaskSpec], changes: Mapping[str, object]
+) -> tuple[TaskUpdate, ...]:
+    """Validate a batch of live changes (`tasks.<name>.<field>` -> value) as a whole.
+
+    Nothing is applied here: either every change is valid and the returned updates can be
+    applied with :func:`apply_task_update` without any further check, or an error names the
+    first offending parameter and the reason, and nothing must change.
+
+    Raises:
+        InvalidTaskConfig: unknown task, structural (read-only) or unknown field.
+        InvalidValue, InvalidShape: a value fails validation.
+    """
+    grouped: dict[str, dict[str, object]] = {}
+    for parameter, value in changes.items():
+        name, field_name = split_task_parameter(parameter)
+        if name not in specs:
+            raise InvalidTaskConfig(
+                f'{parameter}: no task named {name!r}; tasks: {", ".join(specs)}'
+            )
+        kind = specs[name].type
+        if field_name not in ('type', *task_fields(kind)):
+            raise InvalidTaskConfig(f'{parameter}: a {kind} task has no {field_name}')
+        if field_name not in LIVE_TASK_FIELDS:
+            raise InvalidTaskConfig(
+                f'{parameter} is structural and read-only at runtime; restart the node to '
+                'change it'
+            )
+        grouped.setdefault(name, {})[field_name] = value
+    return tuple(_task_update(robot, specs[name], fields) for name, fields in grouped.items())
+
+
+def _task_update(robot: RobotModel, spec: TaskSpec, changes: Mapping[str, object]) -> TaskUpdate:
+    prefix = f'tasks.{spec.name}'
+    size = spec.kp.shape[0]
+    kp, kd, target, weight = spec.kp, spec.kd, spec.target, spec.weight
+    if 'kp' in changes:
+        with parameter_errors(f'{prefix}.kp'):
+            kp = parse_kp(changes['kp'], size)
+    if 'kd' in changes:
+        with parameter_errors(f'{prefix}.kd'):
+            kd = parse_kd(changes['kd'], size)
+    for name in ('target', 'weight'):
+        if name in changes and changes[name] is None:
+            with parameter_errors(f'{prefix}.{name}'):
+                raise InvalidValue(f'a {name} cannot be unset at runtime')
+    if 'target' in changes:
+        with parameter_errors(f'{prefix}.target'):
+            target = parse_target(robot, spec.type, changes['target'])
+    if 'weight' in changes:
+        with parameter_errors(f'{prefix}.weight'):
+            weight = validate_weight(spec.name, scalar(changes['weight'], 'weight'))
+    new_spec = TaskSpec(spec.name, spec.type, spec.priority, kp, kd, target, weight, spec.options)
+    return TaskUpdate(new_spec, frozenset(changes))
+
+
+def apply_task_update(controller: PrioritizedController, update: TaskUpdate) -> None:
+    """Apply a validated update: the gains (kp and kd together), target and weight."""
+    spec, fields = update.spec, update.fields
+    task = controller.task(spec.name)
+    if fields & {'kp', 'kd'}:
+        task.set_gains(spec.kp, spec.kd)
+    if 'target' in fields:
+        task.assign_target(spec.target)
+    if 'weight' in fields:
+        controller.set_weight(spec.name, spec.weight)
