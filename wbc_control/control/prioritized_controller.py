@@ -1,23 +1,24 @@
 """Strictly prioritized operational-space control with Khatib's dynamically consistent inverse.
 
-The recursion of design.md ("The control law"; Khatib 1987, Sentis & Khatib 2005, seeds 002
-and 004), for priority levels k = 0, 1, ... (0 = highest; tasks of a level are stacked)::
+The recursion of Khatib (1987) and Sentis & Khatib (2005), with the dynamically consistent
+generalized inverse J̄ of Khatib (1987, eq 30), for priority levels k = 0, 1, ... (0 = highest;
+tasks of a level are stacked)::
 
     N = I ; q̈ = 0
     for each level k:
         Jp   = J_k N                         # what the higher levels leave free
         Λ    = (Jp M⁻¹ Jpᵀ)⁻¹                # regularized, see wbc_control.control.task_inertia
-        J̄    = M⁻¹ Jpᵀ Λ                     # dynamically consistent inverse (seed 004)
+        J̄    = M⁻¹ Jpᵀ Λ                     # dynamically consistent inverse
         q̈   += J̄ (ẍ*_k − J̇_k v − J_k q̈)
-        N   −= J̄ Jp
+        N   −= M⁻¹ Jpᵀ Λ_N Jp                # = J̄ Jp away from singularities
     τ = M q̈ + h
 
-With rigid contacts (design.md "Contacts and floating base"; Mistry & Righetti 2011; seed 000)
-the contacts are the top level: q̈ starts at −A†ᵀȦq̇ (seed eq 22) and every task level uses
-M† = M⁻¹ − M⁻¹Aᵀ(AM⁻¹Aᵀ)⁻¹AM⁻¹ (seed eq 6) in place of M⁻¹: by that Schur complement from
+With rigid contacts (Mistry & Righetti 2011; Aghili 2005) the contacts are the top level: q̈
+starts at −A†ᵀȦq̇ and every task level uses the constrained inverse inertia
+M† = M⁻¹ − M⁻¹Aᵀ(AM⁻¹Aᵀ)⁻¹AM⁻¹ (Johnson 2024, eq 6) in place of M⁻¹: by that Schur complement from
 the tick's Cholesky factor of M when M and AM⁻¹Aᵀ are provably well conditioned
 (`schur_dagger_terms`), else from the block matrix [M Aᵀ; A 0], so that it exists where M is
-singular. Then A J̄ = A M† Jpᵀ Λ = 0 (seed eq 12): no task can violate a contact. The torque
+singular. Then A J̄ = A M† Jpᵀ Λ = 0: no task can violate a contact. The torque
 is the actuated part of M q̈ + h − Aᵀf, with f the contact forces of `wbc_control.control.contacts`
 (they balance the unactuated base rows).
 
@@ -30,13 +31,14 @@ Products are written `A.dot(B)`: on these small arrays numpy's `@` (a generalize
 two to three times as much per call, and a tick makes dozens of them.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+import pinocchio as pin
 from scipy.linalg import get_lapack_funcs
 
 from wbc_control.control.constrained_dynamics import SCHUR_MIN_RCOND, dagger_terms
@@ -47,9 +49,13 @@ from wbc_control.control.contacts import (
     contact_force_reports,
     contact_jacobian,
 )
-from wbc_control.control.task_inertia import regularized_task_inertia
+from wbc_control.control.task_inertia import (
+    generic_level_ranks,
+    projected_terms,
+    regularized_task_inertia,
+)
 from wbc_control.control.torque_limits import TorqueLimiter
-from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError, WbcError
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import Task, TaskTerms, as_slice
@@ -104,8 +110,9 @@ class LevelReport(NamedTuple):
     priority: int
     task_names: tuple[str, ...]
     condition_number: float
-    rank: int
-    damped_directions: int
+    rank: int  # directions inverted exactly
+    damped_directions: int  # directions lost to a kinematic singularity or damped (> 0: singular)
+    generic_rank: int = 0  # directions the level has at a non-singular configuration
 
 
 class ControllerResult(NamedTuple):
@@ -214,6 +221,34 @@ class PrioritizedController:
         self._identity = np.eye(robot.nv)
         self._null_space = np.eye(robot.nv)
         self._actuated = as_slice(robot.indices.v)
+        self._generic_ranks = self._level_ranks()
+
+    def _level_ranks(self, samples: int = 3) -> tuple[int, ...]:
+        """Each level's generic rank (`generic_level_ranks`), the largest over random states.
+
+        A task that cannot be evaluated away from its robot's usual configurations counts
+        with all its rows.
+        """
+        model = self.robot.model
+        lower = np.clip(model.lowerPositionLimit, -3.0, 3.0)
+        upper = np.clip(model.upperPositionLimit, -3.0, 3.0)
+        state = RobotState(self.robot)
+        rng = np.random.default_rng(0)
+        cumulative = np.zeros(len(self.levels), dtype=int)
+        for _ in range(samples):
+            q = self.robot.neutral_configuration()
+            q[:] = pin.randomConfiguration(model, lower, upper)
+            state.update(q, rng.standard_normal(self.robot.nv))
+            try:
+                jacobians = [
+                    level.stack([e.task.compute(state) for e in level.entries])[0]
+                    for level in self.levels
+                ]
+            except WbcError:
+                return tuple(level.dim for level in self.levels)
+            contacts = contact_jacobian(state, self.contacts)[0] if self.contacts else None
+            cumulative = np.maximum(cumulative, generic_level_ranks(jacobians, contacts))
+        return tuple(np.diff(cumulative, prepend=0).tolist())
 
     def task(self, name: str) -> Task:
         """The task called `name` (KeyError if unknown)."""
@@ -250,7 +285,7 @@ class PrioritizedController:
         for index, (level, sqrt_weights) in enumerate(zip(self.levels, self._sqrt_weights)):
             terms = [entry.task.compute(state) for entry in level.entries]
             jacobian, drift, target = level.stack(terms)  # (m, nv), (m,), (m,)
-            projected, inverse_inertia_jt, mobility = _projected_terms(
+            projected, inverse_inertia_jt, mobility = projected_terms(
                 jacobian, null_space, inverse_inertia
             )
             inertia = regularized_task_inertia(
@@ -258,19 +293,25 @@ class PrioritizedController:
                 sqrt_weights,
                 self.singular_value_threshold,
                 mobility,
+                jacobian,
             )
             consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
             acceleration += consistent_inverse.dot(target - jacobian.dot(acceleration))
             if index < last:
-                null_space = self._reduce_null_space(null_space, consistent_inverse.dot(projected))
+                null_space = self._reduce_null_space(
+                    null_space, inverse_inertia_jt.dot(inertia.blocking).dot(projected)
+                )
             level_terms.append((terms, jacobian, drift))
+            generic_rank = self._generic_ranks[index]
+            lost = max(generic_rank - inertia.rank, inertia.damped)
             level_reports.append(
                 LevelReport(
                     level.priority,
                     level.names,
                     inertia.condition_number,
                     inertia.rank,
-                    inertia.damped,
+                    lost,
+                    generic_rank,
                 )
             )
         generalized_force = state.mass_matrix.dot(acceleration) + state.nonlinear_effects
@@ -308,12 +349,11 @@ class PrioritizedController:
         """The inverse inertia the task levels see, and the contacts' own acceleration.
 
         Without contacts: M⁻¹ by Cholesky solves and q̈ = 0. With contacts: M†, and
-        q̈ = −A†ᵀ Ȧq̇ (seed 000 eq 22), the mass-weighted least-effort way to keep
+        q̈ = −A†ᵀ Ȧq̇ (Johnson 2024, eq 22), the mass-weighted least-effort way to keep
         A q̈ = −Ȧq̇. M† and A† come from the tick's Cholesky factor of M (`schur_dagger_terms`)
         when M and A M⁻¹ Aᵀ are well conditioned, else from the block matrix
         (`wbc_control.control.constrained_dynamics.dagger_terms`), which raises
-        SingularConstraint if
-        [M Aᵀ; A 0] is not invertible (seed eq 32).
+        SingularConstraint if [M Aᵀ; A 0] is not invertible (Johnson 2024, eq 32).
         """
         if not self.contacts:
             return state.solve_mass_matrix, None, '', np.zeros(self.robot.nv)
@@ -348,7 +388,7 @@ class PrioritizedController:
 def schur_dagger_terms(
     state: RobotState, constraint: np.ndarray, identity: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, str] | None:
-    """M† and A†ᵀ by the Schur complement of M (seed 000 eqs 6-7), from the tick's Cholesky of M.
+    """M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7), from the tick's Cholesky.
 
     With X = M⁻¹Aᵀ and the Delassus matrix D = A M⁻¹ Aᵀ::
 
@@ -399,22 +439,3 @@ def validate_threshold(threshold: float) -> float:
     if not (0.0 < threshold < 1.0):
         raise InvalidValue(f'singular_value_threshold must be in (0, 1), got {threshold}')
     return threshold
-
-
-def _projected_terms(
-    jacobian: np.ndarray,
-    null_space: np.ndarray | None,
-    inverse_inertia: Callable[[np.ndarray], np.ndarray],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Jp = J N `(m, nv)`, M⁻¹Jpᵀ `(nv, m)` and the mobility μ = diag(J M⁻¹ Jᵀ) `(m,)`.
-
-    One application of M⁻¹ (or M†) per level: M⁻¹Jpᵀ = M⁻¹Nᵀ Jᵀ = N M⁻¹Jᵀ, because N M⁻¹ is
-    symmetric (N M⁻¹ = M⁻¹ − Σ M⁻¹Jpᵀ Λ Jp M⁻¹ for symmetric Λ, damped or not), and the same
-    M⁻¹Jᵀ gives the unprojected mobility that scales the level in `regularized_task_inertia`.
-    `null_space` None stands for N = I (the first level), where μ = diag(Φ) is left to it.
-    """
-    inverse_inertia_jt = inverse_inertia(jacobian.T)  # (nv, m) M⁻¹Jᵀ
-    if null_space is None:
-        return jacobian, inverse_inertia_jt, None
-    mobility = (jacobian * inverse_inertia_jt.T).sum(axis=1)
-    return jacobian.dot(null_space), null_space.dot(inverse_inertia_jt), mobility

@@ -4,7 +4,7 @@
 singularities and, for tasks below other priority levels, wherever the higher levels already
 use the directions the task needs. Inverting it exactly there gives unbounded torques.
 
-The rule, in three steps:
+The rule, in four steps:
 
 1. Scale (Jacobi): row i is normalised by √μᵢ, μᵢ = (J M⁻¹ Jᵀ)ᵢᵢ the mobility of the task row
    *before* projection into the higher levels' null space, so that linear (1/kg) and angular
@@ -16,16 +16,43 @@ The rule, in three steps:
    projected Φᵢᵢ ≤ 1e-12 μᵢ, are directions the task has no authority over at all; they are
    dropped (their Λ rows are zero).
 2. Eigen-decompose the scaled, symmetric Φₛ = U diag(σ) Uᵀ.
-3. Invert each eigenvalue with variable damping (Nakamura & Hanafusa 1986; Chiaverini 1997):
-   with ε = `threshold` · σ_max and damping λ² = ε² − σ² for σ < ε (else 0),
+3. Invert each eigenvalue with the variable damping of Chiaverini (1997), λ² = (1 − (σ/ε)²) λ²_max
+   inside the band σ < ε and 0 outside it, with λ_max = ε and ε = `threshold` · σ_max:
 
        σ⁻¹ → σ / (σ² + λ²) = min(1/σ, σ/ε²).
 
-   Away from singularity (σ ≥ ε in every direction) Λ is the exact inverse, so strict priority
-   and J q̈ + J̇v = ẍ* hold exactly. Below ε the gain falls linearly to 0 at σ = 0: it is
-   continuous in σ and bounded by 1/ε, so torques stay finite and continuous through a
-   singularity. Directions with σ ≈ 0 (the structural rank loss of lower levels) contribute
-   nothing, which makes Λ a pseudo-inverse there.
+   Outside every band Λ is the exact inverse, so strict priority and J q̈ + J̇v = ẍ* hold
+   exactly; inside, the gain falls to 0 at σ = 0, continuous and bounded by 1/ε. Why this law:
+   the damping rises smoothly as σ falls (Nakamura & Hanafusa 1986) and, applied to each
+   eigen-direction separately as in Chiaverini (1997) and the numerical filtering of
+   Maciejewski & Klein (1988), leaves the healthy directions exact.
+
+   Why two bands: a direction asks for a torque of about √σ · gain · error, so with the law
+   above the torque peaks at the band edge at √(σ_far / ε) times what it is where σ = σ_far.
+   Crossing a stretched elbow with ε = 1e-3 σ_max that was 4 to 5 times the torque 0.3 rad
+   away, with a steep edge; bounding it needs a band ten times wider. But σ is also small
+   where only the inertia is ill-conditioned (a Jacobi-scaled Panda M⁻¹ reaches
+   σ_min/σ_max = 0.006 with no singularity anywhere), and damping there would cost exact
+   tracking for nothing. So the wide band ε_k = `KINEMATIC_BAND` · ε applies only to
+   directions that J itself is losing, measured without the inertia by
+
+       κᵢ = ‖Jᵀ fᵢ‖² / Σᵣ fᵢᵣ² ‖Jᵣ‖²,   fᵢ = D uᵢ (the direction in task coordinates),
+
+   1 for a posture's rows, → 0 for the direction a stretched arm loses. The gain is then
+   multiplied by max((σ/ε_k)², (κᵢ/κ)²) capped at 1 (κ = `KINEMATIC_FACTOR`): the same law
+   as above with band ε_k where κᵢ is small, no change where κᵢ ≥ κ; continuous in both.
+4. The null space handed to lower levels, N ← N − M⁻¹Jpᵀ Λ_N Jp, uses Λ_N with the same law
+   but a band `BLOCKING_FRACTION` times narrower: a damped direction still counts as taken by
+   this level. With Λ_N = Λ a lower level would see a slice 1 − (σ/ε)² of the direction free,
+  , invert it with gain up to 1/ε and spend it undoing this level's acceleration:
+   a 1,000 N m spike on the Panda's posture below a near-singular hand. Λ_N still falls to 0
+   at σ = 0, so N stays continuous through the singularity.
+
+Kinematic singularities are told from structural rank loss (a level with more rows than the
+degrees of freedom left to it, e.g. a posture below a hand pose) by the level's *generic* rank
+(`generic_level_ranks`): the rank its stacked Jacobians have at almost every configuration.
+A level that inverts fewer directions exactly than its generic rank has lost the difference
+to a singularity, also at the exact singular configuration where σ = 0.
 
 When the stack of one level is rank-deficient (conflicting tasks of equal priority), the
 weights decide how the residual is shared: the solution minimises Σ wᵢ ‖ẍᵢ − ẍᵢ*‖² over the
@@ -33,6 +60,7 @@ Jacobi-normalised rows.
 """
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import eigenpy
@@ -40,6 +68,14 @@ import numpy as np
 
 NO_AUTHORITY = 1e-12
 STRUCTURALLY_NULL = 1e-9
+#: ε_k / ε: the band of directions J itself is losing is this much wider (step 3).
+KINEMATIC_BAND = 10.0
+#: κ: a direction with κᵢ ≥ κ is not one J is losing, however small its σ (step 3).
+KINEMATIC_FACTOR = 0.1
+#: The band of Λ_N (step 4 of the module docstring) relative to the band of Λ.
+BLOCKING_FRACTION = 1e-2
+#: Relative singular value below which a row-normalised stacked Jacobian has lost rank.
+GENERIC_RANK_TOLERANCE = 1e-8
 
 
 class TaskInertia(NamedTuple):
@@ -49,6 +85,7 @@ class TaskInertia(NamedTuple):
     condition_number: float  # σ_max / σ_min over the non-null scaled directions
     rank: int  # directions inverted exactly (σ ≥ ε)
     damped: int  # directions attenuated by damping (structurally null ones excluded)
+    blocking: np.ndarray  # (m, m) Λ_N, for the null space left to lower levels
 
 
 def regularized_task_inertia(
@@ -56,6 +93,7 @@ def regularized_task_inertia(
     sqrt_weights: np.ndarray,
     threshold: float,
     mobility: np.ndarray | None = None,
+    jacobian: np.ndarray | None = None,
 ) -> TaskInertia:
     """Λ from Φ = Jp M⁻¹ Jpᵀ by the scaled, variably damped inverse of the module docstring.
 
@@ -71,6 +109,8 @@ def regularized_task_inertia(
         threshold: ε relative to the largest scaled eigenvalue, in (0, 1).
         mobility: μ, the diagonal of the unprojected J M⁻¹ Jᵀ, `(m,)`; None when Φ itself is
             unprojected (the first level), then μ = diag(Φ).
+        jacobian: the level's unprojected J, `(m, nv)`, for the kinematic measure κᵢ of
+            step 3; None: no kinematic damping (only the band of Φ).
     """
     size = phi.shape[0]
     diagonal = phi.diagonal()
@@ -78,7 +118,7 @@ def regularized_task_inertia(
     mobility_values = mobility.tolist()
     largest = max(mobility_values, default=0.0)
     if not largest > 0.0:
-        return TaskInertia(np.zeros((size, size)), np.inf, 0, 0)
+        return _empty(size)
     if _every_row_has_authority(diagonal.tolist(), mobility_values, largest):
         scale = sqrt_weights / np.sqrt(mobility)
     else:
@@ -86,7 +126,7 @@ def regularized_task_inertia(
         scale = np.zeros(size)
         scale[active] = sqrt_weights[active] / np.sqrt(mobility[active])
         if not active.any():
-            return TaskInertia(np.zeros((size, size)), np.inf, 0, 0)
+            return _empty(size)
     # Φₛ = D Φ D = U diag(σ) Uᵀ with D = diag(scale).
     solver = eigenpy.SelfAdjointEigenSolver((phi * scale).T * scale)
     sigma = solver.eigenvalues()  # ascending
@@ -98,18 +138,98 @@ def regularized_task_inertia(
     epsilon = threshold * sigma_max
     null_count = bisect_right(sigma_values, STRUCTURALLY_NULL * sigma_max)
     below_epsilon = bisect_left(sigma_values, epsilon)
-    # σ⁻¹ → min(1/σ, σ/ε²): σ/ε² below ε, 1/σ from ε on.
-    if below_epsilon == 0:
-        inverse = 1.0 / sigma
-    else:
-        inverse = sigma * (1.0 / epsilon**2)
-        inverse[below_epsilon:] = 1.0 / sigma[below_epsilon:]
     # Λ = D U diag(σ⁻¹) Uᵀ D = Wᵀ diag(σ⁻¹) W with W = (D U)ᵀ.
     scaled_vectors_t = solver.eigenvectors().T * scale  # (m, m) W
+    inverse = _damped_inverse(sigma, epsilon, below_epsilon)
+    weak = None
+    kinematic_band = KINEMATIC_BAND * threshold
+    if jacobian is not None and sigma_values[0] < kinematic_band * sigma_max:
+        weak = _kinematic_attenuation(
+            sigma, kinematic_band * sigma_max, jacobian, scaled_vectors_t
+        )
+        inverse *= weak
     inertia = (scaled_vectors_t.T * inverse).dot(scaled_vectors_t)
+    exact = size - below_epsilon
+    if weak is not None:
+        exact -= int((weak[below_epsilon:] < 1.0).sum())
+    blocking = inertia
+    if exact < size:
+        narrow = BLOCKING_FRACTION * epsilon
+        inverse = _damped_inverse(sigma, narrow, bisect_left(sigma_values, narrow))
+        if weak is not None:
+            band = BLOCKING_FRACTION * kinematic_band * sigma_max
+            inverse *= _kinematic_attenuation(sigma, band, jacobian, scaled_vectors_t)
+        blocking = (scaled_vectors_t.T * inverse).dot(scaled_vectors_t)
     condition = sigma_max / sigma_values[null_count]
-    damped = max(below_epsilon - null_count, 0)
-    return TaskInertia(inertia, condition, size - below_epsilon, damped)
+    damped = max(size - exact - null_count, 0)
+    return TaskInertia(inertia, condition, exact, damped, blocking)
+
+
+def _kinematic_attenuation(
+    sigma: np.ndarray, band: float, jacobian: np.ndarray, scaled_vectors_t: np.ndarray
+) -> np.ndarray:
+    """max((σ/ε_k)², (κᵢ/κ)²) capped at 1: < 1 only where both are small (step 3), `(m,)`."""
+    by_sigma = np.minimum(sigma * (1.0 / band), 1.0)
+    by_kinematics = np.minimum(
+        _kinematic_factor(jacobian, scaled_vectors_t) * (1.0 / KINEMATIC_FACTOR), 1.0
+    )
+    return np.maximum(by_sigma, by_kinematics) ** 2
+
+
+def _kinematic_factor(jacobian: np.ndarray, scaled_vectors_t: np.ndarray) -> np.ndarray:
+    """κᵢ = ‖Jᵀfᵢ‖² / Σᵣ fᵢᵣ² ‖Jᵣ‖² for each eigen-direction fᵢ = D uᵢ (rows of W), `(m,)`.
+
+    1 for rows that move orthogonal joint combinations (a posture), → 0 where J loses the
+    direction; inertia plays no part.
+    """
+    row_norms = (jacobian * jacobian).sum(axis=1)  # (m,) ‖Jᵣ‖²
+    moved = scaled_vectors_t.dot(jacobian)  # (m, nv) rows fᵢᵀ J
+    denominator = (scaled_vectors_t * scaled_vectors_t).dot(row_norms)
+    numerator = (moved * moved).sum(axis=1)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        factor = numerator / denominator
+    return np.where(denominator > 0.0, factor, 0.0)
+
+
+def _damped_inverse(sigma: np.ndarray, epsilon: float, below_epsilon: int) -> np.ndarray:
+    """σ⁻¹ → min(1/σ, σ/ε²) for ascending σ, of which the first `below_epsilon` are < ε."""
+    if below_epsilon == 0:
+        return 1.0 / sigma
+    inverse = sigma * (1.0 / epsilon**2)
+    inverse[below_epsilon:] = 1.0 / sigma[below_epsilon:]
+    return inverse
+
+
+def _empty(size: int) -> TaskInertia:
+    zeros = np.zeros((size, size))
+    return TaskInertia(zeros, np.inf, 0, 0, zeros)
+
+
+def generic_level_ranks(jacobians: Sequence[np.ndarray], higher: np.ndarray | None = None):
+    """Structural rank of each level: rank [A; J₀; …; Jₖ] − rank [A; J₀; …; Jₖ₋₁].
+
+    Evaluated at one configuration, this is the generic rank when that configuration is not
+    singular, which holds almost surely for a random one; callers take the largest over a few.
+    Rows are normalised before the SVD so that units do not matter.
+
+    Args:
+        jacobians: each level's stacked Jacobian, highest priority first, `(mₖ, nv)`.
+        higher: rows every level sits below (the contact Jacobian A), `(c, nv)`, or None.
+
+    Returns:
+        The cumulative ranks, one per level, `(levels,)`.
+    """
+    stacked = [] if higher is None else [higher]
+    ranks = []
+    for jacobian in jacobians:
+        stacked.append(jacobian)
+        rows = np.vstack(stacked)
+        norms = np.linalg.norm(rows, axis=1)
+        rows = rows[norms > 0.0] / norms[norms > 0.0, None]
+        singular = np.linalg.svd(rows, compute_uv=False) if rows.size else np.zeros(0)
+        largest = singular[0] if singular.size else 0.0
+        ranks.append(int((singular > GENERIC_RANK_TOLERANCE * largest).sum()))
+    return np.array(ranks)
 
 
 def _every_row_has_authority(
@@ -122,3 +242,22 @@ def _every_row_has_authority(
     """
     floor = NO_AUTHORITY * largest_mobility
     return all(mu > floor and phi > NO_AUTHORITY * mu for phi, mu in zip(diagonal, mobility))
+
+
+def projected_terms(
+    jacobian: np.ndarray,
+    null_space: np.ndarray | None,
+    inverse_inertia: Callable[[np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Jp = J N `(m, nv)`, M⁻¹Jpᵀ `(nv, m)` and the mobility μ = diag(J M⁻¹ Jᵀ) `(m,)`.
+
+    One application of M⁻¹ (or M†) per level: M⁻¹Jpᵀ = M⁻¹Nᵀ Jᵀ = N M⁻¹Jᵀ, because N M⁻¹ is
+    symmetric (N M⁻¹ = M⁻¹ − Σ M⁻¹Jpᵀ Λ Jp M⁻¹ for symmetric Λ, damped or not), and the same
+    M⁻¹Jᵀ gives the unprojected mobility that scales the level in `regularized_task_inertia`.
+    `null_space` None stands for N = I (the first level), where μ = diag(Φ) is left to it.
+    """
+    inverse_inertia_jt = inverse_inertia(jacobian.T)  # (nv, m) M⁻¹Jᵀ
+    if null_space is None:
+        return jacobian, inverse_inertia_jt, None
+    mobility = (jacobian * inverse_inertia_jt.T).sum(axis=1)
+    return jacobian.dot(null_space), null_space.dot(inverse_inertia_jt), mobility
