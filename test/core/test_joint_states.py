@@ -51,3 +51,44 @@ def test_old_and_repeated_stamps_are_dropped_unstamped_pass(decoder):
     decoder.decode(NAMES, zeros, zeros, 2.5)
     decoder.reset()
     decoder.decode(NAMES, zeros, zeros, 1.0)
+
+
+@pytest.fixture
+def timed():
+    robot = RobotModel.from_urdf_string(MIXED_JOINTS_URDF)
+    return JointStateDecoder(robot, timeout_s=0.1, future_tolerance_s=0.01)
+
+
+def test_time_rules_apply_to_joint_states(timed):
+    zeros = [0.0] * 4
+    with pytest.raises(JointStateRejected) as error:
+        timed.decode(NAMES, zeros, zeros, 5.0 - 3600.0, now_s=5.0)
+    assert error.value.reason == 'stale'
+    timed.decode(NAMES, zeros, zeros, 5.0, now_s=5.0)
+    with pytest.raises(JointStateRejected) as error:
+        timed.decode(NAMES, zeros, zeros, 5.0 + 86_400.0, now_s=5.001)
+    assert error.value.reason == 'future'
+    assert not timed.decode(NAMES, zeros, zeros, 5.002, now_s=5.002).restarted
+    assert timed.decode(NAMES, zeros, zeros, 0.002, now_s=0.002).restarted
+
+
+@pytest.mark.parametrize(
+    ('index', 'position', 'velocity', 'reason'),
+    [
+        (2, 2.2, 0.0, 'position_limit'),  # shoulder: limit 2, margin 0.1
+        (0, 0.25, 0.0, 'position_limit'),  # slider: limit 0.1 m
+        (2, 0.0, 4.5, 'velocity_limit'),  # shoulder: 2 rad/s x 2
+        (3, 0.0, 1e150, 'velocity_limit'),  # wrist (continuous): 3 rad/s x 2
+    ],
+)
+def test_implausible_samples_are_rejected(decoder, index, position, velocity, reason):
+    positions, velocities = [0.0] * 4, [0.0] * 4
+    positions[index], velocities[index] = position, velocity
+    with pytest.raises(JointStateRejected, match=NAMES[index]) as error:
+        decoder.decode(NAMES, positions, velocities, 1.0)
+    assert error.value.reason == reason
+
+
+def test_within_the_margin_and_continuous_joints_pass(decoder):
+    # shoulder 0.05 beyond its limit (margin 0.1), wrist 50 rad (continuous: no limit).
+    decoder.decode(NAMES, [0.1, 0.0, 2.05, 50.0], [0.0, 0.0, 3.9, -5.9], 1.0)

@@ -3,6 +3,11 @@
 The nodes hand over the raw fields of a sensor_msgs/JointState; this module decides whether the
 sample is usable and turns it into joint positions and velocities in the model's order. A
 rejected sample raises :class:`JointStateRejected` with the reason, and is never used.
+
+Besides shape and finiteness, a sample must be physically plausible: no position beyond the
+URDF limits by more than `position_margin` (continuous joints have none), no speed beyond the
+URDF velocity limit times `velocity_factor`; and its stamp must pass the time rules of
+:mod:`wbc_control.inputs.timing` (future, stale, out of order; clock and publisher restarts).
 """
 
 from collections.abc import Sequence
@@ -10,38 +15,23 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.exceptions import InvalidShape, MissingJoints, WbcError
+from wbc_control.exceptions import InvalidShape, InvalidValue, MissingJoints, WbcError
+from wbc_control.inputs.timing import DEFAULT_FUTURE_TOLERANCE_S, StampRules
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
+
+#: Radians (metres for prismatic joints) a position may lie beyond its URDF limit.
+DEFAULT_POSITION_MARGIN = 0.1
+#: A speed above this multiple of the URDF velocity limit is not believed.
+DEFAULT_VELOCITY_FACTOR = 2.0
 
 
 class JointStateRejected(WbcError):
     """A joint-state sample was rejected; `reason` is a short machine-friendly key."""
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, restarted: bool = False) -> None:
         self.reason = reason
+        self.restarted = restarted  # the time rules restarted before rejecting (see timing)
         super().__init__(f'{reason}: {detail}')
-
-
-class StampOrder:
-    """Admits strictly increasing message stamps; 0 (an unstamped publisher) is always admitted."""
-
-    def __init__(self) -> None:
-        self._last_stamp_s = -np.inf
-
-    def reset(self) -> None:
-        """Forget the last admitted stamp (e.g. after a simulation reset)."""
-        self._last_stamp_s = -np.inf
-
-    def admit(self, stamp_s: float) -> str | None:
-        """Record `stamp_s` and return None, or return why it is out of order (not recorded)."""
-        if stamp_s == 0.0:
-            return None
-        if stamp_s <= self._last_stamp_s:
-            return (
-                f'stamp {stamp_s:.6f} s is not after the last accepted {self._last_stamp_s:.6f} s'
-            )
-        self._last_stamp_s = stamp_s
-        return None
 
 
 class JointSample(NamedTuple):
@@ -50,22 +40,47 @@ class JointSample(NamedTuple):
     positions: np.ndarray  # (n_act,)
     velocities: np.ndarray  # (n_act,)
     stamp_s: float
+    restarted: bool = False  # the clock or the publisher jumped back: restart watchdog, ramp
 
 
 class JointStateDecoder:
-    """Decode JointState fields for one robot, rejecting unusable or out-of-order samples.
+    """Decode JointState fields for one robot, rejecting unusable, implausible or mistimed samples.
 
-    Stamps of 0 (unstamped publishers) skip the ordering check; any other stamp must be later
-    than the last accepted one.
+    Args:
+        robot: the model whose joints are decoded.
+        timeout_s: the stale limit of the time rules (s); inf: stamps are not compared with
+            the clock (only their order is checked).
+        future_tolerance_s: how far ahead of the clock a stamp may be (s).
+        position_margin: how far beyond a URDF position limit a position may be (rad or m).
+        velocity_factor: speeds above this multiple of the URDF velocity limit are rejected.
     """
 
-    def __init__(self, robot: RobotModel) -> None:
+    def __init__(
+        self,
+        robot: RobotModel,
+        timeout_s: float = np.inf,
+        future_tolerance_s: float = DEFAULT_FUTURE_TOLERANCE_S,
+        position_margin: float = DEFAULT_POSITION_MARGIN,
+        velocity_factor: float = DEFAULT_VELOCITY_FACTOR,
+    ) -> None:
+        if not (position_margin >= 0.0 and velocity_factor >= 1.0):
+            raise InvalidValue(
+                f'position margin must be >= 0 and velocity factor >= 1, got {position_margin} '
+                f'and {velocity_factor}'
+            )
         self._mapping = JointStateMapping(robot)
-        self._order = StampOrder()
+        self._rules = StampRules(timeout_s, future_tolerance_s)
+        self._names = np.array(robot.joint_names)
+        lower, upper = robot.position_limits
+        self._lower = lower - position_margin
+        self._upper = upper + position_margin
+        velocity = np.asarray(robot.model.velocityLimit, dtype=float)[robot.indices.v]
+        velocity = np.where(np.isfinite(velocity) & (velocity > 0.0), velocity, np.inf)
+        self._max_speed = velocity * velocity_factor
 
     def reset(self) -> None:
         """Forget the last accepted stamp (e.g. after a simulation reset)."""
-        self._order.reset()
+        self._rules.reset()
 
     def decode(
         self,
@@ -73,12 +88,14 @@ class JointStateDecoder:
         positions: Sequence[float],
         velocities: Sequence[float],
         stamp_s: float,
+        now_s: float | None = None,
     ) -> JointSample:
-        """Validate and reorder one sample.
+        """Validate and reorder one sample received at node time `now_s` (None: order only).
 
         Raises:
             JointStateRejected: ragged arrays, missing joints or velocities, non-finite values
-                of the model's joints, or a stamp older than the last accepted one.
+                of the model's joints, a position or speed beyond its plausible range, or a
+                stamp the time rules reject (future, stale, out of order).
         """
         count = len(names)
         if len(positions) != count or len(velocities) != count:
@@ -95,7 +112,26 @@ class JointStateDecoder:
         joint_velocities = np.asarray(velocities, dtype=float)[index]
         if not (np.isfinite(joint_positions).all() and np.isfinite(joint_velocities).all()):
             raise JointStateRejected('non_finite', 'NaN or Inf in positions or velocities')
-        out_of_order = self._order.admit(stamp_s)
-        if out_of_order:
-            raise JointStateRejected('out_of_order', out_of_order)
-        return JointSample(joint_positions, joint_velocities, stamp_s)
+        self._check_plausible(joint_positions, joint_velocities)
+        verdict = self._rules.admit(stamp_s, now_s)
+        if verdict.reason is not None:
+            raise JointStateRejected(verdict.reason, verdict.detail, verdict.restarted)
+        return JointSample(joint_positions, joint_velocities, stamp_s, verdict.restarted)
+
+    def _check_plausible(self, positions: np.ndarray, velocities: np.ndarray) -> None:
+        outside = (positions < self._lower) | (positions > self._upper)
+        if outside.any():
+            joints = ', '.join(
+                f'{name} {value:.4g}'
+                for name, value in zip(self._names[outside], positions[outside])
+            )
+            raise JointStateRejected('position_limit', f'beyond the URDF limits: {joints}')
+        too_fast = np.abs(velocities) > self._max_speed
+        if too_fast.any():
+            joints = ', '.join(
+                f'{name} {value:.4g}'
+                for name, value in zip(self._names[too_fast], velocities[too_fast])
+            )
+            raise JointStateRejected(
+                'velocity_limit', f'faster than the URDF velocity limits allow: {joints}'
+            )

@@ -23,7 +23,8 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control.exceptions import InvalidValue, WbcError
-from wbc_control.inputs.joint_states import JointSample, StampOrder
+from wbc_control.inputs.joint_states import JointSample
+from wbc_control.inputs.timing import DEFAULT_FUTURE_TOLERANCE_S, StampRules
 from wbc_control.tasks.frame_orientation import unit_quaternion
 
 ODOM_PAIRINGS = ('latest', 'stamp')
@@ -34,8 +35,9 @@ QUATERNION_NORM_TOLERANCE = 1e-3
 class OdometryRejected(WbcError):
     """An odometry sample was rejected; `reason` is a short machine-friendly key."""
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, restarted: bool = False) -> None:
         self.reason = reason
+        self.restarted = restarted  # the time rules restarted before rejecting (see timing)
         super().__init__(f'{reason}: {detail}')
 
 
@@ -45,6 +47,7 @@ class BaseSample(NamedTuple):
     pose: np.ndarray  # (7,) x, y, z, qx, qy, qz, qw in the world frame, unit quaternion
     twist: np.ndarray  # (6,) linear, angular velocity in the base frame
     stamp_s: float
+    restarted: bool = False  # the clock or the publisher jumped back: restart watchdog, ramp
 
 
 class OdometryDecoder:
@@ -53,14 +56,26 @@ class OdometryDecoder:
     Args:
         world_frame: accepted `header.frame_id` besides ''.
         base_frame: accepted `child_frame_id` besides '' (the frame of the twist).
+        timeout_s: the stale limit of the time rules (s); inf: order check only.
+        future_tolerance_s: how far ahead of the clock a stamp may be (s).
 
-    Stamps of 0 skip the ordering check; any other stamp must be later than the last accepted.
+    Stamps go through the same time rules as joint states (:mod:`wbc_control.inputs.timing`).
     """
 
-    def __init__(self, world_frame: str, base_frame: str) -> None:
+    def __init__(
+        self,
+        world_frame: str,
+        base_frame: str,
+        timeout_s: float = math.inf,
+        future_tolerance_s: float = DEFAULT_FUTURE_TOLERANCE_S,
+    ) -> None:
         self._frames = ('', world_frame)
         self._child_frames = ('', base_frame)
-        self._order = StampOrder()
+        self._rules = StampRules(timeout_s, future_tolerance_s)
+
+    def reset(self) -> None:
+        """Forget the last accepted stamp (e.g. after a simulation reset)."""
+        self._rules.reset()
 
     def decode(
         self,
@@ -69,12 +84,13 @@ class OdometryDecoder:
         pose: Sequence[float],
         twist: Sequence[float],
         stamp_s: float,
+        now_s: float | None = None,
     ) -> BaseSample:
         """Validate one sample: pose (x, y, z, qx, qy, qz, qw), twist (linear, angular).
 
         Raises:
             OdometryRejected: a frame other than the world / base frame, non-finite values,
-                a quaternion that is not unit, or a stamp older than the last accepted one.
+                a quaternion that is not unit, or a stamp the time rules reject.
         """
         if frame_id not in self._frames:
             raise OdometryRejected(
@@ -94,10 +110,10 @@ class OdometryDecoder:
             pose[3:] = unit_quaternion(pose[3:], QUATERNION_NORM_TOLERANCE)
         except InvalidValue as error:
             raise OdometryRejected('quaternion', str(error)) from error
-        out_of_order = self._order.admit(stamp_s)
-        if out_of_order:
-            raise OdometryRejected('out_of_order', out_of_order)
-        return BaseSample(pose, twist, stamp_s)
+        verdict = self._rules.admit(stamp_s, now_s)
+        if verdict.reason is not None:
+            raise OdometryRejected(verdict.reason, verdict.detail, verdict.restarted)
+        return BaseSample(pose, twist, stamp_s, verdict.restarted)
 
 
 class StatePair(NamedTuple):

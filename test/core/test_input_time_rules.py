@@ -1,0 +1,113 @@
+"""Time rules for stamped inputs and the watchdog (wbc_control.inputs.timing)."""
+
+import numpy as np
+import pytest
+
+from wbc_control.exceptions import InvalidValue
+from wbc_control.inputs.odometry import OdometryDecoder, OdometryRejected
+from wbc_control.inputs.timing import StampRules, Watchdog
+
+POSE = [0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]
+TWIST = [0.0] * 6
+
+
+def test_a_future_stamp_is_rejected_and_does_not_lock_the_input_out():
+    rules = StampRules(timeout_s=0.1, future_tolerance_s=0.01)
+    assert rules.admit(10.0, now_s=10.0).reason is None
+    assert rules.admit(86_400.0, now_s=10.001).reason == 'future'
+    # The next good state is accepted: the future stamp never became the reference.
+    assert rules.admit(10.002, now_s=10.002).reason is None
+    assert rules.admit(10.0025, now_s=10.003).reason is None
+
+
+def test_the_first_state_is_compared_with_the_clock():
+    rules = StampRules(timeout_s=0.1)
+    verdict = rules.admit(1000.0 - 3600.0, now_s=1000.0)
+    assert verdict.reason == 'stale' and 'behind' in verdict.detail
+    assert rules.admit(999.95, now_s=1000.0).reason is None
+
+
+def test_order_within_a_run_and_unstamped_samples():
+    rules = StampRules(timeout_s=0.1)
+    assert rules.admit(5.0, 5.0).reason is None
+    assert rules.admit(5.0, 5.01).reason == 'out_of_order'
+    assert rules.admit(4.99, 5.01).reason == 'out_of_order'
+    assert rules.admit(0.0, 5.02).reason is None
+    assert rules.admit(5.02, 5.02).reason is None
+
+
+def test_a_clock_jumping_back_restarts_the_rules():
+    """A simulator reset under use_sim_time: the clock and the stamps start again from zero."""
+    rules = StampRules(timeout_s=0.1)
+    for t in np.arange(1.0, 8.0, 0.5):
+        assert rules.admit(t, t).reason is None
+    verdict = rules.admit(0.002, now_s=0.002)
+    assert verdict.reason is None and verdict.restarted
+    assert not rules.admit(0.004, now_s=0.004).restarted
+
+
+def test_a_publisher_restarting_its_stamps_restarts_the_rules():
+    """The node clock runs on while the publisher's stamps jump back by more than the timeout.
+
+    Only a jump larger than the timeout restarts; a small step back is out of order.
+    """
+    rules = StampRules(timeout_s=10.0)
+    assert rules.admit(100.0, now_s=100.0).reason is None
+    assert rules.admit(99.0, now_s=100.1).reason == 'out_of_order'
+    verdict = rules.admit(89.0, now_s=95.0)  # clock jumped back too: restarted either way
+    assert verdict.reason is None and verdict.restarted
+    rules = StampRules(timeout_s=10.0, future_tolerance_s=100.0)
+    assert rules.admit(200.0, now_s=150.0).reason is None
+    verdict = rules.admit(150.0, now_s=150.5)  # 50 s back, clock still fine
+    assert verdict.reason is None and verdict.restarted
+
+
+def test_order_only_without_a_clock():
+    rules = StampRules(timeout_s=np.inf)
+    assert rules.admit(3.0, None).reason is None
+    assert rules.admit(2.0, None).reason == 'out_of_order'
+
+
+@pytest.mark.parametrize('value', [0.0, -1.0, np.nan])
+def test_invalid_limits_are_rejected(value):
+    with pytest.raises(InvalidValue):
+        StampRules(value)
+    with pytest.raises(InvalidValue):
+        Watchdog(value)
+
+
+def test_odometry_follows_the_same_rules():
+    decoder = OdometryDecoder('odom', 'base', timeout_s=0.1, future_tolerance_s=0.01)
+    decoder.decode('odom', 'base', POSE, TWIST, 1.0, now_s=1.0)
+    for stamp, now, reason in ((1e6, 1.01, 'future'), (0.5, 1.02, 'stale')):
+        with pytest.raises(OdometryRejected) as error:
+            decoder.decode('odom', 'base', POSE, TWIST, stamp, now_s=now)
+        assert error.value.reason == reason
+    assert not decoder.decode('odom', 'base', POSE, TWIST, 1.03, now_s=1.03).restarted
+    assert decoder.decode('odom', 'base', POSE, TWIST, 0.01, now_s=0.01).restarted
+
+
+def test_watchdog_expires_on_node_time():
+    dog = Watchdog(timeout_s=0.1)
+    assert dog.expired(0.0, 0.0) and dog.age(0.0, 0.0) is None
+    dog.feed(1.0, 50.0)
+    assert not dog.expired(1.05, 50.05)
+    assert dog.expired(1.2, 50.05)
+
+
+def test_watchdog_expires_on_wall_time_when_the_node_clock_stops():
+    dog = Watchdog(timeout_s=0.1, wall_timeout_s=0.5)
+    dog.feed(3.0, 10.0)
+    assert not dog.expired(3.0, 10.4)
+    assert dog.expired(3.0, 10.6)
+    assert dog.age(3.0, 10.6) == pytest.approx(0.6)
+
+
+def test_watchdog_expires_when_the_node_clock_goes_back_and_after_a_reset():
+    dog = Watchdog(timeout_s=0.1)
+    dog.feed(8.0, 10.0)
+    assert dog.expired(0.01, 10.01)
+    dog.feed(0.02, 10.02)
+    assert not dog.expired(0.03, 10.03)
+    dog.reset()
+    assert dog.expired(0.03, 10.03)

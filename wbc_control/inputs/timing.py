@@ -1,0 +1,137 @@
+"""Time rules for stamped inputs and the watchdog that replaces a stale state, independent of ROS.
+
+Every stamped input (joint states, odometry) goes through one :class:`StampRules`, which judges
+a stamp against the node's clock `now` (ROS time: simulated time under use_sim_time):
+
+- 0 means "unstamped" (publishers that never set the header) and is always admitted;
+- a stamp more than `future_tolerance_s` ahead of `now` is rejected ('future') and never
+  becomes the reference of the order check, so one bad stamp cannot lock the input out;
+- a stamp more than `timeout_s` behind `now` is rejected ('stale'), the first one included;
+- otherwise the stamp must be later than the last admitted one ('out_of_order').
+
+Two events restart the rules (the verdict says so, so that the caller also restarts its
+watchdog and soft start): the node's clock jumping backwards (a simulator reset under
+use_sim_time), and a stamp more than `timeout_s` older than the last admitted one (a restarted
+publisher whose stamps start again).
+
+:class:`Watchdog` decides when the safe command must replace the task torques. It runs on both
+the node's clock and the monotonic wall clock, so a stopped or rewound simulated clock still
+expires it.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from wbc_control.exceptions import InvalidValue
+
+#: Default tolerance (s) for stamps ahead of the node's clock (clock skew between hosts).
+DEFAULT_FUTURE_TOLERANCE_S = 0.05
+
+
+def _positive(value: float, what: str) -> float:
+    value = float(value)
+    if not value > 0.0:
+        raise InvalidValue(f'{what} must be > 0 (inf for none), got {value}')
+    return value
+
+
+class StampVerdict(NamedTuple):
+    """Whether a stamp is admitted, why not, and whether the rules restarted first."""
+
+    reason: str | None  # None: admitted; else 'future' | 'stale' | 'out_of_order'
+    detail: str
+    restarted: bool  # the clock or the publisher jumped back: reset watchdogs and ramps
+
+
+class StampRules:
+    """The time rules of the module docstring for one input stream.
+
+    Args:
+        timeout_s: a stamp older than `now` by more than this is stale (s).
+        future_tolerance_s: a stamp ahead of `now` by more than this is rejected (s).
+    """
+
+    def __init__(
+        self, timeout_s: float, future_tolerance_s: float = DEFAULT_FUTURE_TOLERANCE_S
+    ) -> None:
+        self.timeout_s = _positive(timeout_s, 'timeout')
+        self.future_tolerance_s = _positive(future_tolerance_s, 'future tolerance')
+        self._last_stamp_s = -np.inf
+        self._last_now_s = -np.inf
+
+    def reset(self) -> None:
+        """Forget the last admitted stamp and clock reading."""
+        self._last_stamp_s = -np.inf
+        self._last_now_s = -np.inf
+
+    def admit(self, stamp_s: float, now_s: float | None) -> StampVerdict:
+        """Judge `stamp_s` at node time `now_s`; an admitted stamp becomes the order reference.
+
+        `now_s` None checks the order only (no clock to compare with).
+        """
+        restarted = now_s is not None and now_s < self._last_now_s
+        if restarted:
+            self.reset()
+        if now_s is None:
+            now_s = stamp_s
+        else:
+            self._last_now_s = now_s
+        if stamp_s == 0.0:
+            return StampVerdict(None, '', restarted)
+        if stamp_s > now_s + self.future_tolerance_s:
+            detail = f'stamp {stamp_s:.6f} s is {stamp_s - now_s:.3f} s ahead of the clock'
+            return StampVerdict('future', detail, restarted)
+        if stamp_s < now_s - self.timeout_s:
+            detail = f'stamp {stamp_s:.6f} s is {now_s - stamp_s:.3f} s behind the clock'
+            return StampVerdict('stale', detail, restarted)
+        if stamp_s < self._last_stamp_s - self.timeout_s:
+            self._last_stamp_s = -np.inf
+            restarted = True
+        if stamp_s <= self._last_stamp_s:
+            detail = (
+                f'stamp {stamp_s:.6f} s is not after the last accepted {self._last_stamp_s:.6f} s'
+            )
+            return StampVerdict('out_of_order', detail, restarted)
+        self._last_stamp_s = stamp_s
+        return StampVerdict(None, '', restarted)
+
+
+class Watchdog:
+    """Expires after `timeout_s` of node time or `wall_timeout_s` of wall time without a state.
+
+    Feed it node time (ROS clock, s) and a monotonic wall clock (s, e.g. time.monotonic()).
+    A node clock that went backwards since the last feed counts as expired, as does one that
+    stopped while the wall clock runs on.
+
+    Args:
+        timeout_s: node-time limit (s).
+        wall_timeout_s: wall-time limit (s); default `timeout_s`.
+    """
+
+    def __init__(self, timeout_s: float, wall_timeout_s: float | None = None) -> None:
+        self.timeout_s = _positive(timeout_s, 'timeout')
+        wall = timeout_s if wall_timeout_s is None else wall_timeout_s
+        self.wall_timeout_s = _positive(wall, 'wall timeout')
+        self._fed: tuple[float, float] | None = None
+
+    def feed(self, node_s: float, wall_s: float) -> None:
+        """A good state ticked at these times."""
+        self._fed = (node_s, wall_s)
+
+    def reset(self) -> None:
+        """Forget the last feed (after a clock jump): expired until the next good state."""
+        self._fed = None
+
+    def age(self, node_s: float, wall_s: float) -> float | None:
+        """Seconds since the last feed, the larger of node and wall age; None before the first."""
+        if self._fed is None:
+            return None
+        return max(node_s - self._fed[0], wall_s - self._fed[1])
+
+    def expired(self, node_s: float, wall_s: float) -> bool:
+        """True when the safe command must go out."""
+        if self._fed is None:
+            return True
+        node_age, wall_age = node_s - self._fed[0], wall_s - self._fed[1]
+        return node_age < 0.0 or node_age > self.timeout_s or wall_age > self.wall_timeout_s
