@@ -5,17 +5,45 @@
 
 The robot model comes from `robot_description` (URDF XML, e.g. from xacro), `urdf_path`, or
 `robot_description_topic` (e.g. /robot_description, published by robot_state_publisher).
-Both nodes publish on relative topics, so `namespace:=` and remappings work as usual.
+Both nodes publish on relative topics, so `namespace:=` and remappings work as usual; the
+shipped parameter files are keyed ``/**`` and apply in any namespace.
+
+wbc_sim.launch.py and wbc_gazebo.launch.py include this file and reuse :func:`wbc_node`.
 """
 
-from launch import LaunchDescription
+from launch import LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument
+from launch.events.process import ProcessExited
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 PACKAGE = 'wbc_control'
+
+
+def stop_on_failure(event: ProcessExited, _context: LaunchContext) -> None:
+    """Stop the launch with a non-zero exit code when a node exits with one.
+
+    The node has logged why (e.g. a URDF without the commanded joints); without this, launch
+    would keep the other nodes running and return 0.
+    """
+    if event.returncode != 0:
+        raise RuntimeError(f'{event.process_name} exited with code {event.returncode}')
+
+
+def wbc_node(executable: str, parameters: list, namespace=None) -> Node:
+    """One wbc_control node, named after its executable, stopping the launch if it fails."""
+    return Node(
+        package=PACKAGE,
+        executable=executable,
+        name=executable,
+        namespace=LaunchConfiguration('namespace') if namespace is None else namespace,
+        parameters=parameters,
+        output='screen',
+        emulate_tty=True,
+        on_exit=stop_on_failure,
+    )
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -44,7 +72,9 @@ def generate_launch_description() -> LaunchDescription:
             description='wbc_diagnostics parameters (thresholds, rates)',
         ),
         DeclareLaunchArgument('use_sim_time', default_value='false'),
-        DeclareLaunchArgument('namespace', default_value=''),
+        DeclareLaunchArgument(
+            'namespace', default_value='', description='namespace of both nodes and topics'
+        ),
     ]
     model = {
         'urdf_path': LaunchConfiguration('urdf_path'),
@@ -55,22 +85,8 @@ def generate_launch_description() -> LaunchDescription:
         'floating_base': ParameterValue(LaunchConfiguration('floating_base'), value_type=bool),
         'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool),
     }
-    controller = Node(
-        package=PACKAGE,
-        executable='wbc_controller',
-        name='wbc_controller',
-        namespace=LaunchConfiguration('namespace'),
-        parameters=[LaunchConfiguration('controller_params'), model],
-        output='screen',
-        emulate_tty=True,
-    )
-    diagnostics = Node(
-        package=PACKAGE,
-        executable='wbc_diagnostics',
-        name='wbc_diagnostics',
-        namespace=LaunchConfiguration('namespace'),
-        parameters=[LaunchConfiguration('diagnostics_params'), model],
-        output='screen',
-        emulate_tty=True,
-    )
-    return LaunchDescription([*arguments, controller, diagnostics])
+    nodes = [
+        wbc_node('wbc_controller', [LaunchConfiguration('controller_params'), model]),
+        wbc_node('wbc_diagnostics', [LaunchConfiguration('diagnostics_params'), model]),
+    ]
+    return LaunchDescription([*arguments, *nodes])

@@ -2,81 +2,97 @@
 
     ros2 launch wbc_control wbc_sim.launch.py robot:=panda
 
-`robot` picks config/<robot>_controller.yaml and config/<robot>_sim.yaml and, unless `urdf_path`
-is given, the URDF of example-robot-data (ROS package `example-robot-data`).
+`robot` picks config/<robot>_controller.yaml, config/<robot>_sim.yaml, the floating base and,
+unless `urdf_path` is given, the URDF of example-robot-data: the pip package
+(``pip install example-robot-data``) or the `robots` directory named by $EXAMPLE_ROBOT_DATA_DIR.
+`namespace:=/left_arm` runs all three nodes, and their topics, in that namespace.
 """
 
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
-from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import (
-    LaunchConfiguration,
-    PathJoinSubstitution,
-    PythonExpression,
+from pathlib import Path
+
+from launch import LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
+from launch.launch_description_sources import (
+    PythonLaunchDescriptionSource,
+    load_python_launch_file_as_module,
 )
-from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
+from launch.substitutions import LaunchConfiguration
 from launch_ros.substitutions import FindPackageShare
 
-PACKAGE = 'wbc_control'
+from wbc_control.model.example_robots import EXAMPLE_ROBOTS, example_robot_urdf
 
-#: robot -> (URDF below example-robot-data's robots/, floating base)
-ROBOTS = {
-    'panda': ('panda_description/urdf/panda.urdf', 'false'),
-    'talos': ('talos_data/robots/talos_reduced.urdf', 'true'),
-    'solo12': ('solo_description/robots/solo12.urdf', 'true'),
-}
+HERE = Path(__file__).resolve().parent
+WBC_CONTROL = HERE / 'wbc_control.launch.py'
+#: Robots with a shipped config/<robot>_controller.yaml and config/<robot>_sim.yaml.
+ROBOTS = ('panda', 'talos', 'solo12')
 
 
-def generate_launch_description() -> LaunchDescription:
-    """Declare the arguments, the simulator and the included controller launch file."""
-    robot = LaunchConfiguration('robot')
-    config = PathJoinSubstitution([FindPackageShare(PACKAGE), 'config'])
-    default_urdf = PathJoinSubstitution(
+def urdf_and_floating_base(robot: str, urdf_path: str) -> tuple[str, bool]:
+    """The URDF to load (the user's, else example-robot-data's) and the robot's base type.
+
+    Raises:
+        FileNotFoundError: `urdf_path` names no file.
+        ModelError: example-robot-data is not found (the message says what to do).
+    """
+    if urdf_path:
+        if not Path(urdf_path).is_file():
+            raise FileNotFoundError(f'urdf_path:={urdf_path}: no such file')
+        return urdf_path, EXAMPLE_ROBOTS[robot][1]
+    path, floating_base = example_robot_urdf(robot)
+    return str(path), floating_base
+
+
+def launch_setup(context: LaunchContext) -> list:
+    """The simulator node and the included controller launch file, for the resolved URDF."""
+    robot = LaunchConfiguration('robot').perform(context)
+    urdf_path, floating_base = urdf_and_floating_base(
+        robot, LaunchConfiguration('urdf_path').perform(context)
+    )
+    config = Path(FindPackageShare('wbc_control').perform(context)) / 'config'
+    namespace = LaunchConfiguration('namespace').perform(context)
+    sim = load_python_launch_file_as_module(str(WBC_CONTROL)).wbc_node(
+        'wbc_sim',
         [
-            FindPackageShare('example-robot-data'),
-            'robots',
-            PythonExpression([repr({k: v[0] for k, v in ROBOTS.items()}), "['", robot, "']"]),
-        ]
-    )
-    floating_base = PythonExpression(
-        [repr({k: v[1] for k, v in ROBOTS.items()}), "['", robot, "']"]
-    )
-    arguments = [
-        DeclareLaunchArgument('robot', default_value='panda', choices=list(ROBOTS)),
-        DeclareLaunchArgument('urdf_path', default_value=default_urdf),
-        DeclareLaunchArgument('lockstep', default_value='false'),
-        DeclareLaunchArgument('real_time_factor', default_value='1.0'),
-    ]
-    sim = Node(
-        package=PACKAGE,
-        executable='wbc_sim',
-        name='wbc_sim',
-        parameters=[
-            PathJoinSubstitution([config, [robot, '_sim.yaml']]),
+            str(config / f'{robot}_sim.yaml'),
             {
-                'urdf_path': LaunchConfiguration('urdf_path'),
-                'floating_base': ParameterValue(floating_base, value_type=bool),
-                'lockstep': ParameterValue(LaunchConfiguration('lockstep'), value_type=bool),
-                'real_time_factor': ParameterValue(
-                    LaunchConfiguration('real_time_factor'), value_type=float
+                'urdf_path': urdf_path,
+                'floating_base': floating_base,
+                'lockstep': LaunchConfiguration('lockstep').perform(context) == 'true',
+                'real_time_factor': float(
+                    LaunchConfiguration('real_time_factor').perform(context)
                 ),
                 'use_sim_time': True,
             },
         ],
-        output='screen',
-        emulate_tty=True,
+        namespace=namespace,
     )
     controller_and_diagnostics = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(
-            PathJoinSubstitution([FindPackageShare(PACKAGE), 'launch', 'wbc_control.launch.py'])
-        ),
+        PythonLaunchDescriptionSource(str(WBC_CONTROL)),
         launch_arguments={
-            'urdf_path': LaunchConfiguration('urdf_path'),
-            'floating_base': floating_base,
-            'controller_params': PathJoinSubstitution([config, [robot, '_controller.yaml']]),
-            'diagnostics_params': PathJoinSubstitution([config, 'diagnostics.yaml']),
+            'urdf_path': urdf_path,
+            'floating_base': str(floating_base).lower(),
+            'controller_params': str(config / f'{robot}_controller.yaml'),
+            'diagnostics_params': str(config / 'diagnostics.yaml'),
             'use_sim_time': 'true',
+            'namespace': namespace,
         }.items(),
     )
-    return LaunchDescription([*arguments, sim, controller_and_diagnostics])
+    return [sim, controller_and_diagnostics]
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Declare the arguments; the nodes follow once the robot's URDF is found."""
+    arguments = [
+        DeclareLaunchArgument('robot', default_value='panda', choices=list(ROBOTS)),
+        DeclareLaunchArgument(
+            'urdf_path',
+            default_value='',
+            description='URDF file; empty: the robot of example-robot-data',
+        ),
+        DeclareLaunchArgument('lockstep', default_value='false', choices=['true', 'false']),
+        DeclareLaunchArgument('real_time_factor', default_value='1.0'),
+        DeclareLaunchArgument(
+            'namespace', default_value='', description='namespace of the nodes and topics'
+        ),
+    ]
+    return LaunchDescription([*arguments, OpaqueFunction(function=launch_setup)])

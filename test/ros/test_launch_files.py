@@ -1,7 +1,6 @@
 """Launch files: valid Python, and every executable and config file they name exists.
 
-launch / launch_ros are not on PyPI, so the files are checked statically here; they are
-written against the Jazzy / Kilted launch API.
+Checked statically here, without launch / launch_ros; test_launch_run.py runs them.
 """
 
 import ast
@@ -60,6 +59,15 @@ def test_every_wbc_executable_is_a_console_script(path):
         executable = keyword(call, 'executable')
         if package in ('wbc_control', None) and executable and executable.startswith('wbc_'):
             assert executable in scripts, f'{path.name} starts {executable}, not installed'
+    # wbc_node('wbc_sim', ...): the helper of wbc_control.launch.py that the others reuse.
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or 'wbc_node' not in (
+            getattr(node.func, 'id', None),
+            getattr(node.func, 'attr', None),
+        ):
+            continue
+        executable = node.args[0].value
+        assert executable in scripts, f'{path.name} starts {executable}, not installed'
 
 
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)

@@ -1,0 +1,220 @@
+"""Every launch file through the real launch machinery, with the package laid out as colcon does.
+
+wbc_sim.launch.py runs the real executables: torques must arrive on the command topic and Ctrl-C
+(SIGINT to launch) must end everything with exit code 0 and no escalation. The other launch
+files start stubs for what is not installable here (Gazebo, controller_manager,
+robot_state_publisher) and for the wbc nodes, which record their parameters.
+"""
+
+from pathlib import Path
+import re
+
+from launch_support import LaunchRun, install_prefix, launch_command, launch_sources, run_to_end
+import numpy as np
+import pytest
+from robots import MIXED_JOINTS_URDF
+from ros_support import RosProbe
+from std_msgs.msg import Float64MultiArray
+import yaml
+
+from wbc_control.model.example_robots import example_robot_urdf
+
+SOURCES = launch_sources()
+# A few seconds on an idle machine; generous for a loaded CI runner.
+FIRST_TORQUES_S = 45.0
+TORQUE_COUNT = 20
+
+
+@pytest.fixture(scope='module')
+def real_prefix(tmp_path_factory) -> Path:
+    return install_prefix(tmp_path_factory.mktemp('install_real'))
+
+
+@pytest.fixture
+def stub_prefix(tmp_path) -> tuple[Path, Path]:
+    log = tmp_path / 'stub_log'
+    return install_prefix(tmp_path / 'install_stub', stub_log=log), log
+
+
+def assert_torques_then_clean_exit(run: LaunchRun, topic: str, joints: int) -> None:
+    probe = RosProbe('launch_probe')
+    try:
+        received = probe.subscribe(Float64MultiArray, topic)
+        arrived = probe.spin_until(
+            lambda: len(received) >= TORQUE_COUNT or run.process.poll() is not None,
+            FIRST_TORQUES_S,
+        )
+    finally:
+        probe.close()
+    assert arrived and len(received) >= TORQUE_COUNT, (
+        f'{len(received)} commands on {topic}:\n{run.output()}'
+    )
+    torques = np.array([message.data for message in received])
+    assert torques.shape == (len(received), joints)
+    assert np.isfinite(torques).all()
+    code = run.interrupt()
+    output = run.output()
+    assert code == 0 and 'LAUNCH RC 0' in output, output
+    assert 'escalating' not in output, output
+    assert 'Traceback' not in output, output
+
+
+def source_and_namespace() -> list:
+    """(launch source, namespace): the root namespace on the first, /left_arm on the last."""
+    pairs = [(SOURCES[0], ''), (SOURCES[-1], '/left_arm')]
+    return [
+        pytest.param(source.values[0], namespace, id=f'{source.id}{namespace}', marks=source.marks)
+        for source, namespace in pairs
+    ]
+
+
+@pytest.mark.parametrize(('distro', 'namespace'), source_and_namespace())
+def test_sim_launch_runs_panda_and_stops_on_ctrl_c(distro, namespace, real_prefix) -> None:
+    arguments = ['robot:=panda'] + ([f'namespace:={namespace}'] if namespace else [])
+    command = launch_command(distro, real_prefix, 'wbc_sim.launch.py', *arguments)
+    with LaunchRun(command) as run:
+        assert_torques_then_clean_exit(run, f'{namespace}/effort_controller/commands', 7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('distro', SOURCES[-1:])
+@pytest.mark.parametrize(('robot', 'joints'), [('talos', 32), ('solo12', 12)])
+def test_sim_launch_runs_the_legged_robots(distro, real_prefix, robot, joints) -> None:
+    command = launch_command(distro, real_prefix, 'wbc_sim.launch.py', f'robot:={robot}')
+    with LaunchRun(command) as run:
+        assert_torques_then_clean_exit(run, '/effort_controller/commands', joints)
+
+
+def one_line_failure(code: int, output: str, message: str) -> None:
+    assert code != 0 and 'LAUNCH RC 0' not in output, output
+    assert 'Traceback' not in output, output
+    assert re.search(message, output), output
+
+
+@pytest.mark.parametrize('distro', SOURCES)
+@pytest.mark.parametrize(
+    ('arguments', 'message'),
+    [
+        (['robot:=nope'], r'"robot" provided value "nope" is not valid'),
+        (['urdf_path:=/nonexistent/robot.urdf'], r'urdf_path:=/nonexistent/robot.urdf: no such'),
+    ],
+    ids=['unknown-robot', 'missing-urdf'],
+)
+def test_sim_launch_refuses_bad_input_in_one_line(distro, stub_prefix, arguments, message):
+    prefix, _ = stub_prefix
+    code, output = run_to_end(launch_command(distro, prefix, 'wbc_sim.launch.py', *arguments))
+    one_line_failure(code, output, message)
+
+
+@pytest.mark.parametrize('distro', SOURCES[-1:])
+def test_sim_launch_without_example_robot_data_says_what_to_do(distro, stub_prefix, tmp_path):
+    prefix, _ = stub_prefix
+    command = launch_command(distro, prefix, 'wbc_sim.launch.py')
+    command[2] = f'export EXAMPLE_ROBOT_DATA_DIR={tmp_path}; {command[2]}'
+    code, output = run_to_end(command)
+    one_line_failure(code, output, r"example-robot-data at .* has no 'panda_description")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('distro', SOURCES[-1:])
+def test_sim_launch_with_a_urdf_lacking_the_commanded_joints_stops(distro, real_prefix, tmp_path):
+    urdf = tmp_path / 'mixed.urdf'
+    urdf.write_text(MIXED_JOINTS_URDF)
+    command = launch_command(distro, real_prefix, 'wbc_sim.launch.py', f'urdf_path:={urdf}')
+    code, output = run_to_end(command)
+    one_line_failure(code, output, r'exited with code 1')
+    assert re.search(r'FATAL.*panda_joint1', output), output
+
+
+def stub_records(log: Path, executable: str) -> list[tuple[str, list[dict]]]:
+    """(arguments, parameter files) of every run of a stub executable."""
+    records = []
+    for args in sorted(log.glob(f'{executable}.*.args')):
+        stem = args.name[: -len('.args')]
+        params = [yaml.safe_load(path.read_text()) for path in sorted(log.glob(f'{stem}.params*'))]
+        records.append((args.read_text(), params))
+    return records
+
+
+def node_parameters(params: list[dict]) -> dict:
+    merged = {}
+    for document in params:
+        for section in document.values():
+            merged.update(section['ros__parameters'])
+    return merged
+
+
+@pytest.mark.parametrize(('distro', 'namespace'), source_and_namespace())
+def test_control_launch_starts_both_nodes(distro, stub_prefix, namespace):
+    prefix, log = stub_prefix
+    urdf = str(example_robot_urdf('panda')[0])
+    arguments = [f'urdf_path:={urdf}'] + ([f'namespace:={namespace}'] if namespace else [])
+    code, output = run_to_end(launch_command(distro, prefix, 'wbc_control.launch.py', *arguments))
+    assert code == 0 and 'LAUNCH RC 0' in output, output
+    for node in ('wbc_controller', 'wbc_diagnostics'):
+        [(args, params)] = stub_records(log, node)
+        assert f'__ns:={namespace or "/"}' in args and f'__node:={node}' in args, args
+        assert node_parameters(params)['urdf_path'] == urdf
+    controller = node_parameters(stub_records(log, 'wbc_controller')[0][1])
+    assert controller['task_names'] == ['hand', 'posture']
+
+
+@pytest.mark.parametrize('distro', SOURCES)
+def test_gazebo_launch_adds_ros2_control_to_panda(distro, stub_prefix):
+    prefix, log = stub_prefix
+    command = launch_command(distro, prefix, 'wbc_gazebo.launch.py', 'robot:=panda')
+    code, output = run_to_end(command)
+    assert code == 0 and 'LAUNCH RC 0' in output, output
+    [(_, params)] = stub_records(log, 'robot_state_publisher')
+    description = node_parameters(params)['robot_description']
+    assert '<ros2_control name="GazeboSimSystem" type="system">' in description
+    assert 'gz_ros2_control::GazeboSimROS2ControlPlugin' in description
+    control = prefix / 'share' / 'wbc_control' / 'config' / 'panda_ros2_control.yaml'
+    assert f'<parameters>{control}</parameters>' in description
+    spawned = sorted(args.split()[0] for args, _ in stub_records(log, 'spawner'))
+    assert spawned == ['effort_controller', 'joint_state_broadcaster']
+    [(_, params)] = stub_records(log, 'wbc_controller')
+    assert node_parameters(params)['robot_description'] == description
+    assert node_parameters(params)['use_sim_time'] is True
+
+
+@pytest.mark.parametrize('distro', SOURCES[-1:])
+def test_gazebo_launch_in_a_namespace_with_a_users_urdf(distro, stub_prefix, tmp_path):
+    prefix, log = stub_prefix
+    urdf = tmp_path / 'mixed.urdf'
+    urdf.write_text(MIXED_JOINTS_URDF)
+    control = tmp_path / 'mixed_control.yaml'
+    control.write_text(
+        yaml.safe_dump(
+            {'/**/effort_controller': {'ros__parameters': {'joints': ['shoulder', 'wrist']}}}
+        )
+    )
+    command = launch_command(
+        distro,
+        prefix,
+        'wbc_gazebo.launch.py',
+        f'robot_description_file:={urdf}',
+        f'ros2_control_params:={control}',
+        'namespace:=/left_arm',
+    )
+    code, output = run_to_end(command)
+    assert code == 0 and 'LAUNCH RC 0' in output, output
+    [(args, params)] = stub_records(log, 'robot_state_publisher')
+    assert '__ns:=/left_arm' in args
+    description = node_parameters(params)['robot_description']
+    assert '<joint name="shoulder"><command_interface name="effort"' in description
+    assert '<namespace>/left_arm</namespace>' in description
+    for args, _ in stub_records(log, 'spawner'):
+        assert '__ns:=/left_arm' in args, args
+
+
+@pytest.mark.parametrize('distro', SOURCES[-1:])
+def test_gazebo_launch_refuses_a_urdf_without_the_joints(distro, stub_prefix, tmp_path):
+    prefix, _ = stub_prefix
+    urdf = tmp_path / 'mixed.urdf'
+    urdf.write_text(MIXED_JOINTS_URDF)
+    command = launch_command(
+        distro, prefix, 'wbc_gazebo.launch.py', f'robot_description_file:={urdf}'
+    )
+    code, output = run_to_end(command)
+    one_line_failure(code, output, r'the URDF has no movable joint panda_joint1')
