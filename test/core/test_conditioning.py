@@ -1,16 +1,17 @@
-"""Tests of the conditioning diagnostics of M and of the serial chain model (seed 001).
+"""Tests of the conditioning diagnostics of M and of the serial chain model.
 
-Seed 001 is Shah & Saha 2013, "Correlation between diagonal ratio and condition number of the
+After Shah & Saha 2013, "Correlation between diagonal ratio and condition number of the
 generalized inertia matrix of a serial-chain".
 
 Swing experiment (``test_swing_*``), after the paper's section 4: the chains of 4, 10 and 20 rods
 of ``serial_chain_urdf`` fall from rest under gravity for 2 s, simulated with ``pin.aba`` and
 semi-implicit Euler at dt = 1 ms (energy drift under 1 % of n^2 m g l from the horizontal start);
 every 10 ms (201 samples) the exact kappa_2, the diagonal ratio delta, the pivot ratio and the
-scaled diagonal ratio delta_s of seed 001 eq (15) are recorded. Two starts: q = 0, the straight
-horizontal chain, and q1 = +60 deg, the inclination that seed 001 eq (7)'s phi implies for its
-"q = 0" (see ``wbc_control.benchmark.rod_chain``). Measured on this machine (the assertions use the
-looser bounds next to ``_MEASURED``):
+scaled diagonal ratio delta_s of Shah & Saha 2013, eq (15) are recorded. Two starts: q = 0, the
+straight horizontal chain, and q1 = +60 deg, the inclination that the paper's eq (7) phi implies
+for its "q = 0" (see ``wbc_control.benchmark.rod_chain``). Measured on this machine
+(documentation; the assertions test the paper's claims, see ``TREND_CORRELATION`` and
+``GOOD_ESTIMATE``):
 
 =======  ==  =========  =========  ======  ======  ======  =========  =========
 start    n   corr       corr       max k   err     err     err        err
@@ -38,6 +39,11 @@ negative result on the pivot ratio (Fig. 4, 10 and 20 rods: it misses the trend 
 from the horizontal start, where delta correlates far better; from the 60 deg start the pivot
 ratio correlates better than delta for 4 and 10 rods, so only the horizontal-start result is
 asserted.
+
+The claims as tested. Figs. 2-3, "delta captures the trend of kappa": corr(log kappa, log delta)
+> 0.5 holds for every run. Fig. 5, "delta_s provides a good estimate of kappa", read as within
+30 % at every sample: holds only for 10 and 20 rods from the horizontal start; the tests assert
+that regime both ways.
 """
 
 import functools
@@ -62,7 +68,7 @@ from wbc_control.conditioning.estimators import (
 from wbc_control.exceptions import InvalidShape, InvalidValue, ModelError
 from wbc_control.model.example_robots import example_robot_urdf
 
-# Seed 001 eq (7): lower triangle of the 4-link chain's inertia matrix and its forces phi.
+# Shah & Saha 2013, eq (7): lower triangle of the 4-link chain's inertia matrix and its forces phi.
 _EQ7_LOWER = np.array(
     [
         [47.0822, 0.0, 0.0, 0.0],
@@ -98,7 +104,7 @@ def symmetric_positive_definite(seed: int, size: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Seed 001's 4-link example, eqs (7)-(9).
+# Shah & Saha 2013's 4-link example, eqs (7)-(9) (through project code: test_shah_saha_2013).
 
 
 def test_eq7_condition_number_is_1074():
@@ -453,21 +459,24 @@ def test_diagonal_ratio_rejects_bad_diagonals(case):
 
 
 # ---------------------------------------------------------------------------------------------
-# Seed 001's swing experiment (section 4, Figs. 2-5).
+# Shah & Saha 2013's swing experiment (section 4, Figs. 2-5).
 
 
 class SwingRecord(NamedTuple):
     """Samples of one swing, every 10 ms."""
 
-    kappa: np.ndarray  # (samples,)
-    diagonal_ratio: np.ndarray  # (samples,)
+    kappa: np.ndarray  # (samples,) the estimator's exact κ
+    diagonal_ratio: np.ndarray  # (samples,) the estimator's δ
+    scaled_ratio: np.ndarray  # (samples,) the estimator's δs (α anchored at t = 0 only)
     pivot_ratio: np.ndarray  # (samples,)
-    relative_error: np.ndarray  # (samples - 1,) alpha anchored at t = 0 only
-    relative_error_reanchored: np.ndarray  # (samples - 1,) alpha re-anchored periodically
+    relative_error: np.ndarray  # (samples - 1,) α anchored at t = 0 only
+    relative_error_reanchored: np.ndarray  # (samples - 1,) α re-anchored periodically
+    numpy_kappa: np.ndarray  # (samples,) λmax / λmin by numpy's eigvalsh
+    numpy_diagonal_ratio: np.ndarray  # (samples,) max / min of numpy's diagonal
 
 
 class Measured(NamedTuple):
-    """Figures measured for one swing (see the module docstring)."""
+    """Figures measured for one swing (see the module docstring); documentation only."""
 
     correlation: float
     pivot_correlation: float
@@ -486,9 +495,17 @@ _MEASURED = {
     ('inclined_60deg', 10): Measured(0.618, 0.718, 1.088, 0.210, 1.565, 0.105, 0.865),
     ('inclined_60deg', 20): Measured(0.844, 0.798, 1.047, 0.182, 0.605, 0.053, 0.629),
 }
-# Bounds are the measured figures loosened by these margins.
-_CORRELATION_MARGIN = 0.05
-_ERROR_FACTOR = 1.2
+#: "δ captures the trend of κ" (Figs. 2-3), read as a clearly positive correlation of log δ
+#: with log κ along the swing.
+TREND_CORRELATION = 0.5
+#: "the pivot ratio does not capture the trend of κ" (Fig. 4): log correlation below 0.3.
+PIVOT_NO_TREND = 0.3
+#: "δs provides a good estimate of κ" (Fig. 5), read as |δs − κ| / κ within 30 % at every
+#: sample of the swing.
+GOOD_ESTIMATE = 0.3
+#: Where that reading of Fig. 5 holds: long chains from the horizontal start only. For 4 rods,
+#: and from the 60° start for every length, δs is off by 60 % to 300 % somewhere on the swing.
+GOOD_ESTIMATE_REGIME = {('horizontal', 10), ('horizontal', 20)}
 
 
 @functools.cache
@@ -511,39 +528,52 @@ def swing(start: str, n_links: int) -> SwingRecord:
             inertia = pin.crba(model, data, q)
             estimate = paper.update(inertia, t_s=step * SWING_DT_S)
             estimate_reanchored = reanchored.update(inertia, t_s=step * SWING_DT_S)
+            eigenvalues = np.linalg.eigvalsh(inertia)
+            diagonal = np.diag(inertia)
             rows.append(
                 (
                     estimate.condition_number,
                     estimate.diagonal_ratio,
+                    estimate.scaled_diagonal_ratio,
                     pivot_ratio(inertia),
                     estimate.estimate_relative_error,
                     estimate_reanchored.estimate_relative_error,
+                    eigenvalues[-1] / eigenvalues[0],
+                    diagonal.max() / diagonal.min(),
                 )
             )
         v += SWING_DT_S * pin.aba(model, data, q, v, tau)
         q += SWING_DT_S * v
-    kappa, ratio, pivots, errors, errors_reanchored = zip(*rows, strict=True)
+    columns = [np.array(column) for column in zip(*rows, strict=True)]
+    kappa, ratio, scaled, pivots, errors, errors_reanchored, numpy_kappa, numpy_ratio = columns
     return SwingRecord(
-        np.array(kappa),
-        np.array(ratio),
-        np.array(pivots),
-        np.array(errors[1:]),
-        np.array(errors_reanchored[1:]),
+        kappa, ratio, scaled, pivots, errors[1:], errors_reanchored[1:], numpy_kappa, numpy_ratio
     )
 
 
 def log_correlation(first: np.ndarray, second: np.ndarray) -> float:
-    return float(np.corrcoef(np.log(first), np.log(second))[0, 1])
+    return float(np.corrcoef(np.log(first.astype(float)), np.log(second.astype(float)))[0, 1])
+
+
+@pytest.mark.parametrize(('start', 'n_links'), _MEASURED)
+def test_swing_estimator_samples_match_numpy(start, n_links):
+    """κ, δ and δs = (κ₀/δ₀) δ (eq 15) of every sample, against numpy's own computation."""
+    record = swing(start, n_links)
+    assert len(record.kappa) == 201
+    np.testing.assert_allclose(record.kappa.astype(float), record.numpy_kappa, rtol=1e-8)
+    np.testing.assert_allclose(record.diagonal_ratio, record.numpy_diagonal_ratio, rtol=1e-12)
+    alpha = record.numpy_kappa[0] / record.numpy_diagonal_ratio[0]
+    np.testing.assert_allclose(record.scaled_ratio, alpha * record.numpy_diagonal_ratio, rtol=1e-8)
+    paper_error = np.abs(record.scaled_ratio - record.numpy_kappa) / record.numpy_kappa
+    np.testing.assert_allclose(record.relative_error.astype(float), paper_error[1:], rtol=1e-6)
 
 
 @pytest.mark.parametrize(('start', 'n_links'), _MEASURED)
 def test_swing_diagonal_ratio_tracks_condition_number(start, n_links):
+    """Figs. 2-3: δ follows the trend of κ (and never exceeds it) for 4, 10 and 20 rods."""
     record = swing(start, n_links)
-    measured = _MEASURED[start, n_links]
-    assert len(record.kappa) == 201
-    correlation = log_correlation(record.kappa, record.diagonal_ratio)
-    assert correlation > measured.correlation - _CORRELATION_MARGIN
-    assert np.all(record.diagonal_ratio <= record.kappa * (1.0 + 1e-12))
+    assert log_correlation(record.numpy_kappa, record.diagonal_ratio) > TREND_CORRELATION
+    assert np.all(record.diagonal_ratio <= record.numpy_kappa * (1.0 + 1e-12))
 
 
 @pytest.mark.parametrize(('start', 'n_links'), _MEASURED)
@@ -557,28 +587,28 @@ def test_swing_worst_condition_number_is_straight_chain_near_4n4(start, n_links)
 
 
 @pytest.mark.parametrize(('start', 'n_links'), _MEASURED)
-def test_swing_scaled_diagonal_ratio_error(start, n_links):
+def test_swing_scaled_diagonal_ratio_is_a_good_estimate_only_for_long_chains(start, n_links):
+    """Fig. 5 / eq 15: δs estimates κ within 30 % in the regime `GOOD_ESTIMATE_REGIME` only."""
     record = swing(start, n_links)
-    measured = _MEASURED[start, n_links]
-    assert np.median(record.relative_error) < _ERROR_FACTOR * measured.median_error
-    assert record.relative_error.max() < _ERROR_FACTOR * measured.max_error
+    worst = record.relative_error.max()
+    if (start, n_links) in GOOD_ESTIMATE_REGIME:
+        assert worst < GOOD_ESTIMATE, f'δs is off by {worst:.0%} somewhere on the swing'
+    else:
+        assert worst > GOOD_ESTIMATE, f'δs stays within {worst:.0%}: widen the regime'
 
 
 @pytest.mark.parametrize(('start', 'n_links'), _MEASURED)
 def test_swing_reanchoring_cuts_the_median_error(start, n_links):
+    """Re-anchoring α every 0.25 s (not in the paper) cuts the median error of δs."""
     record = swing(start, n_links)
-    measured = _MEASURED[start, n_links]
     median_reanchored = np.median(record.relative_error_reanchored)
-    assert median_reanchored < _ERROR_FACTOR * measured.median_error_reanchored
-    assert record.relative_error_reanchored.max() < _ERROR_FACTOR * measured.max_error_reanchored
     assert median_reanchored < 0.6 * np.median(record.relative_error)
 
 
 @pytest.mark.parametrize('n_links', [10, 20])
 def test_swing_pivot_ratio_misses_the_trend_of_kappa(n_links):
     record = swing('horizontal', n_links)
-    measured = _MEASURED['horizontal', n_links]
     by_pivots = log_correlation(record.kappa, record.pivot_ratio)
     by_diagonal = log_correlation(record.kappa, record.diagonal_ratio)
-    assert by_pivots < measured.pivot_correlation + _CORRELATION_MARGIN
+    assert by_pivots < PIVOT_NO_TREND
     assert by_pivots < by_diagonal - 0.5
