@@ -21,6 +21,10 @@ ARM = [f'panda_joint{i}' for i in range(1, 8)]
 CONTROL_PERIOD_S = 0.004
 HAND = 'panda_hand_tcp'
 DOWN_XYZW = [1.0, 0.0, 0.0, 0.0]
+#: Deep enough that a probe starved of CPU queues the states instead of dropping them.
+PROBE_DEPTH = 10_000
+#: Wall-clock upper bounds only; the loops wait on simulated time.
+START_TIMEOUT_S = 120.0
 
 
 class PandaLoop:
@@ -57,7 +61,7 @@ class PandaLoop:
         self.placements: list[pin.SE3] = []
         self.postures: list[np.ndarray] = []
         self.subscription = probe.node.create_subscription(
-            JointState, 'joint_states', self._on_state, 10
+            JointState, 'joint_states', self._on_state, PROBE_DEPTH
         )
 
     def _on_state(self, message: JointState) -> None:
@@ -71,8 +75,10 @@ class PandaLoop:
         self.sim.__enter__()
         # The loop starts as soon as the controller connects, and runs fast: make sure this
         # probe already hears the simulator, or it would miss the beginning of the run.
-        heard = self.probe.spin_until(lambda: self.subscription.get_publisher_count() > 0, 30.0)
-        assert heard, self.sim.output()
+        heard = self.probe.spin_until(
+            lambda: self.subscription.get_publisher_count() > 0, START_TIMEOUT_S
+        )
+        assert heard, f'waited {START_TIMEOUT_S:.0f} s for wbc_sim:\n{self.sim.output()}'
         self.controller.__enter__()
         return self
 
@@ -80,12 +86,17 @@ class PandaLoop:
         self.controller.stop()
         self.sim.stop()
 
-    def run_until(self, sim_time_s: float, wall_timeout_s: float = 120.0) -> None:
-        """Spin until the simulator reached `sim_time_s`."""
+    def run_until(self, sim_time_s: float, wall_timeout_s: float = 300.0) -> None:
+        """Spin until the simulator reached `sim_time_s` (the wall clock is only a bound)."""
         done = self.probe.spin_until(
             lambda: bool(self.times) and self.times[-1] >= sim_time_s, wall_timeout_s
         )
-        assert done, f'{self.sim.output()[-2000:]}\n{self.controller.output()[-2000:]}'
+        reached = self.times[-1] if self.times else None
+        assert done, (
+            f'waited {wall_timeout_s:.0f} s of wall time for sim time {sim_time_s} s; '
+            f'the last state heard was stamped {reached}\n'
+            f'{self.sim.output()[-2000:]}\n{self.controller.output()[-2000:]}'
+        )
 
     def positions_between(self, start_s: float, end_s: float) -> np.ndarray:
         """Hand positions recorded between two sim times, `(k, 3)`."""
@@ -196,13 +207,23 @@ def test_line_target_keeps_the_hand_on_the_line_while_it_moves_along(probe):
 
 
 def test_a_missing_controller_leaves_the_lockstep_sim_waiting(probe):
-    """Lock-step never advances without commands: no torque is ever invented."""
+    """Lock-step never advances without commands: no torque is ever invented.
+
+    Waits on messages, not on the clock: without a command the simulator re-sends its
+    current state every `lockstep_resend_period` s, and three sends in a row must all be the
+    state at t = 0.
+    """
     urdf = str(example_robot_urdf('panda')[0])
-    states = probe.subscribe(JointState, 'joint_states')
-    sim = NodeProcess('wbc_sim', {'urdf_path': urdf, 'lockstep': True, 'initial_positions': READY})
-    with sim:
+    states = probe.subscribe(JointState, 'joint_states', PROBE_DEPTH)
+    parameters = {
+        'urdf_path': urdf,
+        'lockstep': True,
+        'initial_positions': READY,
+        'lockstep_resend_period': 0.3,
+    }
+    with NodeProcess('wbc_sim', parameters) as sim:
         publisher = probe.publisher(Float64MultiArray, 'effort_controller/commands')
-        assert probe.spin_until(lambda: bool(states), 20.0), sim.output()
-        probe.spin_for(1.5)
+        heard = probe.spin_until(lambda: len(states) >= 3, START_TIMEOUT_S)
+        assert heard, f'waited {START_TIMEOUT_S:.0f} s for three joint states:\n{sim.output()}'
         del publisher
     assert {s.header.stamp.sec + s.header.stamp.nanosec for s in states} == {0}

@@ -8,6 +8,7 @@ trajectory whatever the machine's speed. The test measures the robot from joint_
 odom with Pinocchio, independently of the controller.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 import time
@@ -32,8 +33,13 @@ from wbc_control.sim.simulation import MujocoSimulation
 from wbc_control.sim.urdf_to_mujoco import MujocoOptions, build_mujoco_robot
 
 CONFIG = Path(__file__).resolve().parents[2] / 'config'
-START_TIMEOUT_S = 60.0
-STALL_TIMEOUT_S = 20.0
+#: Wall-clock upper bounds only (the loop itself runs on simulated time): a 2-core machine
+#: with other CPU-bound work can take tens of seconds to start three processes.
+START_TIMEOUT_S = 120.0
+STALL_TIMEOUT_S = 60.0
+#: Subscription depth of the probe: deep enough that a probe starved of CPU for seconds
+#: queues the states instead of dropping them.
+PROBE_DEPTH = 10_000
 #: Simulated time per command. 4 ms keeps the 10 s Talos run near a minute of wall time on a
 #: 2-core machine (a Talos tick costs 5-20 ms of Python there); 250 Hz is plenty for the gains.
 TALOS_CONTROL_PERIOD_S = 0.004
@@ -117,33 +123,48 @@ class Loop:
         }
         self.probe = RosProbe(f'{name}_loop_probe')
         self.trajectory = Trajectory(self.robot)
-        self.probe.node.create_subscription(
-            JointState, 'joint_states', self.trajectory.on_joint_state, 100
-        )
-        self.probe.node.create_subscription(Odometry, 'odom', self.trajectory.on_odometry, 100)
+        subscriptions = [
+            self.probe.node.create_subscription(
+                JointState, 'joint_states', self.trajectory.on_joint_state, PROBE_DEPTH
+            ),
+            self.probe.node.create_subscription(
+                Odometry, 'odom', self.trajectory.on_odometry, PROBE_DEPTH
+            ),
+        ]
         # The probe must hear the first state (stamp 0): the simulator sends it once the
-        # controller is connected, so the controller starts after the probe found the simulator.
+        # controller is connected, so the controller starts only once both of the probe's
+        # subscriptions are matched with the simulator's publishers (not merely discovered).
         self.sim = NodeProcess('wbc_sim', sim).__enter__()
-        discovered = self.probe.spin_until(
-            lambda: all(self.probe.node.count_publishers(t) for t in ('/joint_states', '/odom')),
-            START_TIMEOUT_S,
+        matched = self.probe.spin_until(
+            lambda: all(s.get_publisher_count() > 0 for s in subscriptions), START_TIMEOUT_S
         )
-        assert discovered, f'wbc_sim did not come up:\n{self.sim.output()}'
-        self.probe.spin_for(0.5)
+        assert matched, (
+            f'waited {START_TIMEOUT_S:.0f} s for wbc_sim to publish joint_states and odom:\n'
+            f'{self.sim.output()}'
+        )
         self.controller = NodeProcess('wbc_controller', controller).__enter__()
 
-    def run_until(self, sim_time_s: float) -> float:
-        """Spin until the loop reaches `sim_time_s`; returns the wall time it took."""
+    def run_until(self, sim_time_s: float, each_spin: Callable[[], None] | None = None) -> float:
+        """Spin until the loop reaches `sim_time_s`; returns the wall time it took.
+
+        Waits on simulated time (the stamps of the states heard); the wall clock only bounds
+        how long the loop may go without progress. `each_spin` runs between spins.
+        """
         started = time.monotonic()
         last_progress, last_time = time.monotonic(), self.trajectory.sim_time
         while self.trajectory.sim_time < sim_time_s - 1e-9:
-            self.probe.spin_until(lambda: False, 0.2)
+            self.probe.spin_until(lambda: self.trajectory.sim_time >= sim_time_s - 1e-9, 0.2)
+            if each_spin is not None:
+                each_spin()
             if self.trajectory.sim_time > last_time:
                 last_progress, last_time = time.monotonic(), self.trajectory.sim_time
             limit = START_TIMEOUT_S if last_time < 0.0 else STALL_TIMEOUT_S
             if time.monotonic() - last_progress > limit or not self.alive():
                 raise AssertionError(
-                    f'loop stalled at {last_time:.3f} s\nsim:\n{self.sim.output()[-3000:]}\n'
+                    f'waited {limit:.0f} s of wall time for the loop to pass {last_time:.3f} s '
+                    f'of sim time on its way to {sim_time_s:.3f} s (alive: sim '
+                    f'{self.sim.alive()}, controller {self.controller.alive()})\n'
+                    f'sim:\n{self.sim.output()[-3000:]}\n'
                     f'controller:\n{self.controller.output()[-3000:]}'
                 )
         return time.monotonic() - started
@@ -217,7 +238,13 @@ def talos_run() -> dict:
 def test_talos_stands_for_10_s_with_the_com_over_its_feet(talos_run):
     times = talos_run['times']
     assert times[0] == 0.0 and times[-1] >= 10.0 - 1e-9
-    assert np.diff(times).max() == pytest.approx(TALOS_CONTROL_PERIOD_S)  # no state skipped
+    # One control period per command: every stamp lies on the period grid and (even if a
+    # probe starved of CPU lost a few states in transit) nearly every grid point was heard.
+    # A simulator that stepped twice per command would cover only half of the grid.
+    steps = times / TALOS_CONTROL_PERIOD_S
+    np.testing.assert_allclose(steps, np.round(steps), atol=1e-6)
+    heard = np.unique(np.round(steps)).size / (round(steps[-1]) + 1)
+    assert heard > 0.9, f'only {heard:.1%} of the states were heard'
     assert talos_run['base_height_m'].min() > 0.95  # half-sitting base height is 1.02 m
     assert talos_run['com_margin_m'].min() > 0.0
     assert talos_run['sole_travel_m'] < 0.002  # the feet neither slip nor lift
@@ -243,6 +270,9 @@ def test_solo12_shifts_its_base_on_four_point_feet():
     base = loop.robot.frame_id('base_link')
     try:
         loop.run_until(0.5)
+        # A target published before the controller's subscription is matched is lost.
+        matched = loop.probe.spin_until(lambda: target.get_subscription_count() > 0, 60.0)
+        assert matched, 'waited 60 s for wbc_controller to subscribe to base/target'
         state.update(*loop.trajectory.states[-1])
         start = state.frame_placement(base).translation.copy()
         goal = start + SOLO_SHIFT_M
@@ -251,7 +281,9 @@ def test_solo12_shifts_its_base_on_four_point_feet():
         message.point.x, message.point.y, message.point.z = goal.tolist()
         shifted_from = loop.trajectory.sim_time
         target.publish(message)
-        loop.run_until(shifted_from + 2.5)
+        # The same goal again after every spin: harmless to the controller, and a copy lost
+        # in transit cannot leave the base where it was.
+        loop.run_until(shifted_from + 2.5, lambda: target.publish(message))
     finally:
         loop.close()
     errors, feet = [], []
