@@ -1,19 +1,32 @@
 """Real robot models for the tests (example-robot-data) and small URDFs written here."""
 
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+import pytest
 
-from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.exceptions import ModelError
+from wbc_control.model.example_robots import NOT_FOUND, example_robot_urdf
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
 
+def example_urdf(name: str) -> tuple[Path, bool]:
+    """URDF path and floating base of an example-robot-data robot; skips the test without it."""
+    try:
+        return example_robot_urdf(name)
+    except ModelError as error:
+        if str(error) == NOT_FOUND:
+            pytest.skip(str(error), allow_module_level=True)
+        raise
+
+
 @cache
 def robot(name: str) -> RobotModel:
-    """An example-robot-data robot, loaded once per test session."""
-    path, floating_base = example_robot_urdf(name)
+    """An example-robot-data robot, loaded once per test session (skips without the package)."""
+    path, floating_base = example_urdf(name)
     return RobotModel.from_urdf_path(path, floating_base)
 
 

@@ -25,12 +25,23 @@ EXEC_DEPENDS = {
     'nav_msgs',
     'diagnostic_msgs',
     'rosgraph_msgs',
+    'builtin_interfaces',
     'python3-numpy',
     'python3-scipy',
+    'python3-yaml',
     'pinocchio',
+    'eigenpy',
     'launch',
     'launch_ros',
+    'ros2launch',
 }
+
+# Python module -> the rosdep key that installs it. ROS packages are their own keys (released
+# for Jazzy, Kilted and Rolling in rosdistro's distribution.yaml, as are pinocchio and eigenpy);
+# the python3-* keys are in rosdistro's rosdep/python.yaml.
+ROSDEP_KEY = {'numpy': 'python3-numpy', 'scipy': 'python3-scipy', 'yaml': 'python3-yaml'}
+# Imported only by optional parts, and without a rosdep key (pip): the docs say how to get them.
+OPTIONAL_IMPORTS = {'mujoco', 'matplotlib'}
 
 # What colcon needs from the repository to build the package (everything else is development).
 PACKAGE_FILES = ['package.xml', 'setup.py', 'setup.cfg', 'resource', PACKAGE, 'launch', 'config']
@@ -69,6 +80,30 @@ def test_package_xml() -> None:
     missing = EXEC_DEPENDS - exec_depends
     assert not missing, f'package.xml lacks exec_depend on {sorted(missing)}'
     assert 'python3-pytest' in {element.text for element in root.findall('test_depend')}
+
+
+def runtime_imports() -> set[str]:
+    """Top-level modules imported by the package and its launch files, minus the stdlib."""
+    names = set()
+    for path in [*(REPO / PACKAGE).rglob('*.py'), *(REPO / 'launch').glob('*.py')]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split('.')[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split('.')[0])
+    return names - set(sys.stdlib_module_names) - {PACKAGE}
+
+
+def test_every_runtime_import_is_an_exec_depend() -> None:
+    root = ET.parse(REPO / 'package.xml').getroot()
+    declared = {element.text for element in root.findall('exec_depend')}
+    missing = {
+        name
+        for name in runtime_imports() - OPTIONAL_IMPORTS
+        if ROSDEP_KEY.get(name, name) not in declared
+    }
+    assert not missing, f'package.xml lacks exec_depend for the imports {sorted(missing)}'
+    assert declared <= EXEC_DEPENDS, f'undeclared here, check the key: {declared - EXEC_DEPENDS}'
 
 
 def test_versions_agree() -> None:
