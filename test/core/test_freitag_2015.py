@@ -59,6 +59,14 @@ class ConstantTask(Task):
         zero = np.zeros(self.dim)
         return TaskTerms(self.jacobian, zero, self.desired, self.jacobian @ state.v, self.desired)
 
+    def set_target(self, target: np.ndarray) -> None:
+        """The desired acceleration plays the target."""
+        self.desired = np.asarray(target, dtype=float)
+
+    def target_from_state(self, state: RobotState) -> np.ndarray:
+        """Holding still: no desired acceleration."""
+        return np.zeros(self.dim)
+
 
 def identity_mass_state() -> RobotState:
     robot = RobotModel.from_urdf_string(IDENTITY_MASS_URDF)
