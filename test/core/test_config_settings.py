@@ -3,7 +3,7 @@
 import numpy as np
 import numpy.testing as npt
 import pytest
-from robots import random_state, robot
+from robots import robot
 
 from wbc_control.config.settings import (
     default_settings,
@@ -12,7 +12,7 @@ from wbc_control.config.settings import (
     root_link,
     update_settings,
 )
-from wbc_control.control.contacts import ContactType, contact_jacobian, holding_torque
+from wbc_control.control.contacts import ContactType
 from wbc_control.exceptions import (
     InvalidShape,
     InvalidTaskConfig,
@@ -158,19 +158,3 @@ def test_contact_errors_name_the_bad_frames_and_types(frames, types, error, word
         parse_contacts(robot('solo12'), frames, types)
     for word in words:
         assert word in str(raised.value)
-
-
-@pytest.mark.parametrize('seed', [0, 1])
-def test_the_gravity_safe_command_balances_the_base_through_the_contacts(seed):
-    """Standing still: the base rows of g − Aᵀf vanish and the joints get its actuated rows."""
-    solo = robot('solo12')
-    contacts = parse_contacts(solo, FEET, ['point'] * 4)
-    state = random_state(solo, seed, speed=0.0)
-    torque = holding_torque(state, contacts)
-    constraint = contact_jacobian(state, contacts)[0]
-    forces = np.linalg.lstsq(constraint[:, :6].T, state.gravity[:6], rcond=None)[0]
-    wrench = state.gravity - constraint.T @ forces
-    npt.assert_allclose(wrench[:6], 0.0, atol=1e-9)
-    npt.assert_allclose(torque, wrench[solo.indices.v], atol=1e-9)
-    fixed = random_state(panda(), seed, speed=0.0)
-    npt.assert_allclose(holding_torque(fixed, ()), fixed.gravity)

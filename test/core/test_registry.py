@@ -15,7 +15,6 @@ from robots import random_state, robot
 
 from wbc_control.config.tasks import (
     build_entries,
-    hold_pending_targets,
     parse_target,
     parse_task,
     parse_tasks,
@@ -123,5 +122,9 @@ def test_a_registered_task_type_is_parsed_built_held_and_run(frame_height):
         panda(), parse_tasks(panda(), ['lift'], {'lift': {**lift, 'target': None}})
     )
     assert held[0].task.target_pending
-    assert [name for name, _ in hold_pending_targets(PrioritizedController(panda(), held), state)]
+    npt.assert_allclose(
+        held[0].task.set_target_from_state(state),
+        state.frame_placement(panda().frame_id('panda_hand')).translation[2:],
+    )
+    assert not held[0].task.target_pending
     npt.assert_allclose(held[0].task.compute(state).error, 0.0, atol=1e-12)

@@ -37,6 +37,7 @@ from wbc_control.exceptions import InvalidValue
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_state import RobotState
 from wbc_control.ros.controller_node import ControllerNode
+from wbc_control.ros.controller_status import diagnostic_status
 
 CONFIG = Path(__file__).resolve().parents[2] / 'config' / 'panda_controller.yaml'
 URDF = str(example_robot_urdf('panda')[0])
@@ -50,6 +51,12 @@ POSTURE = {
 }
 COMMON = {'urdf_path': URDF, 'diagnostics_rate': 20.0}
 ZERO = np.zeros(len(JOINTS))
+# A driver that adds gravity itself (e.g. Franka); the watchdog fires after 0.2 s.
+COMPENSATED = {
+    'robot_compensates_gravity': True,
+    'stale_command': 'gravity',
+    'joint_state_timeout': 0.2,
+}
 
 
 # Helpers ------------------------------------------------------------------------------------
@@ -141,7 +148,7 @@ class Controller:
                 and self.set_client.service_is_ready()
                 and self.commands
             ),
-            timeout=30.0,
+            timeout=120.0,  # many processes start at once on a loaded machine
         )
         assert self._ready, f'controller did not come up:\n{self.process.output()}'
         return self
@@ -217,6 +224,11 @@ def values(status) -> dict[str, str]:
     return {item.key: item.value for item in status.values}
 
 
+def node_status(node: ControllerNode, check: str) -> DiagnosticStatus:
+    """The status `check` an in-process node would publish now."""
+    return diagnostic_status(node.get_name(), 'panda', check, node._checks()[check])
+
+
 FAILING_STARTS = {
     'no-model': ({'urdf_path': ''}, ['robot_description', 'urdf_path']),
     'unknown-frame': (
@@ -239,6 +251,23 @@ FAILING_STARTS = {
     'field-typo': (
         {'tasks': {'posture': {'type': 'joint_posture', 'kP': 1.0}}},
         ['tasks.posture.kP', 'unknown field'],
+    ),
+    'setting-typo': (
+        {'stale_comand': 'gravity'},
+        ["unknown parameter 'stale_comand'; did you mean 'stale_command'?"],
+    ),
+    'timeout-typo': (
+        {'joint_state_timout': 0.02},
+        ["unknown parameter 'joint_state_timout'; did you mean 'joint_state_timeout'?"],
+    ),
+    'unlisted-task': (
+        {'tasks': {**POSTURE['tasks'], 'elbow': {'type': 'joint_posture', 'kp': 1.0}}},
+        ["unknown parameter 'tasks.elbow.", 'task_names'],
+    ),
+    'command-line-typo': (
+        {},
+        ["unknown parameter 'stale_comand'; did you mean 'stale_command'?"],
+        ['-p', 'stale_comand:=gravity'],
     ),
 }
 
@@ -273,9 +302,16 @@ def nodes(probe):
         ),
         'SIGINT': Controller(probe, '/sigint', 'sigint_controller', {**COMMON, **POSTURE}),
         'SIGTERM': Controller(probe, '/sigterm', 'sigterm_controller', {**COMMON, **POSTURE}),
+        'gravity': Controller(
+            probe,
+            '/gravity',
+            'gravity_controller',
+            {**COMMON, **POSTURE, **COMPENSATED},
+        ),
     }
-    for key, (parameters, _) in FAILING_STARTS.items():
-        process = NodeProcess('wbc_controller', {**COMMON, **POSTURE, **parameters})
+    for key, (parameters, _, *extra_args) in FAILING_STARTS.items():
+        parameters = {**COMMON, **POSTURE, **parameters}
+        process = NodeProcess('wbc_controller', parameters, None, *extra_args)
         started[key] = process.__enter__()
     yield started
     for node in started.values():
@@ -423,6 +459,8 @@ def test_a_live_gain_change_changes_the_torque(posture):
         ('stale_command', 'hold', ['stale_command', 'zero, gravity']),
         ('tasks.posture.priority', 3, ['read-only']),
         ('joint_state_timeout', 1.0, ['read-only']),
+        ('tasks.elbow.kp', 1.0, ["unknown parameter 'tasks.elbow.kp'"]),
+        ('stale_comand', 'gravity', ["unknown parameter 'stale_comand'", "'stale_command'?"]),
     ],
 )
 def test_invalid_live_changes_are_rejected_and_the_old_value_kept(posture, name, value, words):
@@ -435,6 +473,16 @@ def test_invalid_live_changes_are_rejected_and_the_old_value_kept(posture, name,
     state = joint_state(JOINTS, *near_ready(8))
     expected = core_result({**COMMON, **POSTURE}, *near_ready(8)).torque
     npt.assert_allclose(posture.torque_for(state), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_a_live_set_of_an_unknown_parameter_is_refused_naming_it_and_logged(posture, probe):
+    (result,) = posture.set_parameters(tasks__elbow__kp=1.0)
+    assert not result.successful
+    assert result.reason == "unknown parameter 'tasks.elbow.kp'; did you mean 'tasks.posture.kp'?"
+    logged = f'parameter change rejected: {result.reason}'
+    assert probe.spin_until(lambda: logged in posture.process.output(), 10.0), (
+        posture.process.output()
+    )
 
 
 def test_a_posture_target_topic_changes_the_torque(posture, probe):
@@ -533,17 +581,41 @@ def test_a_silent_publisher_gets_the_safe_command_not_the_last_torque(nodes, pro
     npt.assert_allclose(resumed, task_torque, rtol=1e-9)
 
 
+# A robot that compensates gravity itself -----------------------------------------------------
+
+
+def test_a_robot_that_compensates_gravity_is_sent_tau_minus_gravity(nodes, probe):
+    controller = nodes['gravity'].wait_ready()
+    positions, velocities = near_ready(21, speed=0.05)
+    command = controller.torque_for(joint_state(JOINTS, positions, velocities))
+    expected = core_result({**COMMON, **POSTURE}, positions, velocities)
+    assert not expected.saturated.any()
+    panda = robot('panda')
+    gravity = pin.computeGeneralizedGravity(
+        panda.model, panda.model.createData(), panda.configuration(positions)
+    )
+    npt.assert_allclose(command, expected.torque - gravity, rtol=1e-9, atol=1e-9)
+    # Stale: the gravity safe command is what holds the arm, minus what the robot adds: zero.
+    heard_at = time.monotonic()
+    probe.spin_for(0.6)
+    later = [c for t, c in controller.commands if t > heard_at]
+    assert later, 'no safe command while stale'
+    npt.assert_allclose(later[-1], ZERO, atol=1e-9)
+
+
 # Start-up and shutdown ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize('key', FAILING_STARTS)
 def test_bad_configurations_exit_non_zero_naming_the_problem(nodes, key):
-    code = nodes[key].wait(30.0)
+    code = nodes[key].wait(120.0)
     output = nodes[key].output()
     assert code != 0, output
     for word in FAILING_STARTS[key][1]:
         assert word in output, output
     assert 'Traceback' not in output
+    if 'unknown parameter' in FAILING_STARTS[key][1][0]:
+        assert output.count('unknown parameter') == 1, output  # one line
 
 
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
@@ -589,8 +661,8 @@ def local(probe):
 
 def test_a_non_finite_torque_from_the_core_is_replaced_by_the_safe_command(local):
     node, published = local({**COMMON, **POSTURE, 'stale_command': 'gravity'})
-    compute = node._controller.compute
-    node._controller.compute = lambda state, dt: compute(state, dt)._replace(
+    compute = node._loop.controller.compute
+    node._loop.controller.compute = lambda state, dt: compute(state, dt)._replace(
         torque=np.full(9, np.nan)
     )
     positions, velocities = near_ready(14)
@@ -600,7 +672,7 @@ def test_a_non_finite_torque_from_the_core_is_replaced_by_the_safe_command(local
         panda.model, panda.model.createData(), panda.configuration(positions)
     )
     npt.assert_allclose(published[-1], gravity, rtol=1e-12)
-    torques = node._torques_status()
+    torques = node_status(node, 'torques')
     assert torques.level == DiagnosticStatus.ERROR
     assert values(torques)['non_finite_torques'] == '1'
 
@@ -611,12 +683,12 @@ def test_a_failing_core_sends_the_safe_command_and_reports_why(local):
     def fail(state, dt):
         raise InvalidValue('the joint-space inertia matrix is not positive definite')
 
-    node._controller.compute = fail
+    node._loop.controller.compute = fail
     node._on_joint_state(joint_state(JOINTS, *near_ready(15)))
     npt.assert_array_equal(published[-1], ZERO)
-    tasks = node._tasks_status()
+    tasks = node_status(node, 'tasks')
     assert tasks.level == DiagnosticStatus.ERROR and 'positive definite' in tasks.message
-    assert values(node._torques_status())['compute_errors'] == '1'
+    assert values(node_status(node, 'torques'))['compute_errors'] == '1'
 
 
 def test_saturation_is_published_at_the_limits_and_reported(local):
@@ -624,7 +696,7 @@ def test_saturation_is_published_at_the_limits_and_reported(local):
     node, published = local({**COMMON, **POSTURE, 'tasks': stiff, 'effort_limits': 5.0})
     node._on_joint_state(joint_state(JOINTS, *near_ready(16, speed=0.0)))
     assert np.abs(published[-1]).max() == 5.0
-    torques = node._torques_status()
+    torques = node_status(node, 'torques')
     assert torques.level == DiagnosticStatus.WARN
     saturated = values(torques)['saturated_joints'].split(',')
     assert saturated and set(saturated) <= set(JOINTS)
@@ -638,7 +710,7 @@ def test_the_torque_rate_limit_bounds_the_change_between_commands(local):
     node._on_joint_state(joint_state(JOINTS, *near_ready(18)))
     elapsed = time.monotonic() - started
     assert np.abs(published[1] - published[0]).max() <= 10.0 * elapsed + 1e-9
-    assert values(node._torques_status())['rate_limited_joints']
+    assert values(node_status(node, 'torques'))['rate_limited_joints']
 
 
 def test_a_task_without_target_holds_the_first_joint_state(local):
@@ -763,7 +835,7 @@ def test_stamp_pairing_ticks_once_with_the_odometry_of_the_same_stamp(local):
     node._on_odom(odometry(2.0))  # odometry first, then its joint state
     node._on_joint_state(solo_joint_state(2.0, seed=2))
     assert len(published) == 2
-    contacts = values(node._contacts_status())
+    contacts = values(node_status(node, 'contacts'))
     assert float(contacts['FL_FOOT.normal_force_n']) > 0.0
     assert contacts['constraint_method'] in ('schur', 'block_lu')
     assert float(contacts['base_wrench_residual']) < 1e-6
@@ -782,7 +854,7 @@ def test_latest_pairing_needs_fresh_odometry(local):
     assert len(published) == 2  # odometry too old: the watchdog's safe command takes over
     node._on_watchdog()
     npt.assert_array_equal(published[-1], np.zeros(12))
-    inputs = node._inputs_status()
+    inputs = node_status(node, 'inputs')
     assert inputs.level == DiagnosticStatus.ERROR and 'odom' in inputs.message
     assert float(values(inputs)['odom_age_s']) >= 0.1
 
@@ -794,7 +866,7 @@ def test_bad_odometry_is_rejected_and_counted(local):
     node._on_odom(odometry(1.0, pose=[np.nan, 0.0, 0.2, 0.0, 0.0, 0.0, 1.0]))
     node._on_odom(odometry(1.0, frame='map'))
     assert published == []
-    inputs = values(node._inputs_status())
+    inputs = values(node_status(node, 'inputs'))
     assert inputs['rejected.odom.quaternion'] == inputs['rejected.odom.non_finite'] == '1'
     assert inputs['rejected.odom.frame'] == '1'
 
@@ -803,22 +875,22 @@ def test_contacts_warn_when_outside_the_friction_cone_or_pulling(local):
     node, _ = local(solo_parameters())
     node._on_joint_state(solo_joint_state(1.0))
     node._on_odom(odometry(1.0))
-    assert node._contacts_status().level == DiagnosticStatus.OK
-    changed = node._on_set_parameters([Parameter('friction_coefficient', value=1e-6)])
+    assert node_status(node, 'contacts').level == DiagnosticStatus.OK
+    (changed,) = node.set_parameters([Parameter('friction_coefficient', value=1e-6)])
     assert changed.successful
-    node._health.start_period(time.monotonic())
+    node._loop.statistics.start_period(time.monotonic())
     node._on_joint_state(solo_joint_state(2.0))
     node._on_odom(odometry(2.0))
-    status = node._contacts_status()
+    status = node_status(node, 'contacts')
     assert status.level == DiagnosticStatus.WARN
     assert 'outside the friction cone' in status.message
     assert values(status)['friction_coefficient'] == '1e-06'
     # A base target 1 m underground asks for more than free fall: the feet would have to pull.
     sink = [0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0]
-    assert node._on_set_parameters([Parameter('tasks.base.target', value=sink)]).successful
+    assert node.set_parameters([Parameter('tasks.base.target', value=sink)])[0].successful
     node._on_joint_state(solo_joint_state(3.0))
     node._on_odom(odometry(3.0))
-    status = node._contacts_status()
+    status = node_status(node, 'contacts')
     assert 'pulling' in status.message
     assert 'True' in {v for k, v in values(status).items() if k.endswith('.pulling')}
 
@@ -829,6 +901,7 @@ def test_the_gravity_safe_command_of_a_floating_base_is_balanced_by_the_contacts
     node._on_odom(odometry(1.0))
     node._on_watchdog()  # never stale here: nothing published
     assert len(published) == 1
-    expected = holding_torque(node._state, node._controller.contacts)
-    npt.assert_allclose(node._safe_torque(), expected, rtol=1e-12)
-    assert not np.allclose(expected, node._state.gravity[6:])
+    loop = node._loop
+    expected = holding_torque(loop.state, loop.controller.contacts)
+    npt.assert_allclose(loop.safe_torque(), expected, rtol=1e-12)
+    assert not np.allclose(expected, loop.state.gravity[6:])

@@ -30,6 +30,8 @@ from wbc_control.model.robot_model import RobotModel
 _SCHEMA = load_schema('wbc_controller')
 #: Controller-level settings that can change at runtime (the schema's read_only: false).
 LIVE_SETTINGS = frozenset(spec.name for spec in _SCHEMA if spec.live)
+#: Contact types the `contact_types` parameter takes (a Contact can also be 'along' an axis).
+CONTACT_TYPES = ('surface', 'point')
 #: World frame (odometry frame_id) of a floating-base robot unless `world_frame` says otherwise.
 DEFAULT_ODOM_FRAME = 'odom'
 _SETTINGS = (
@@ -200,11 +202,12 @@ def parse_contacts(robot: RobotModel, frames: object, types: object) -> tuple[Co
                 f'{len(kinds)} types for {len(frames)} contacts: give one type per contact '
                 '(or none: all surface)'
             )
-        choices = _SCHEMA['contact_types'].validation['one_of<>'][0]
-        bad = [f'{frame}: {kind!r}' for frame, kind in zip(frames, kinds) if kind not in choices]
+        bad = [
+            f'{frame}: {kind!r}' for frame, kind in zip(frames, kinds) if kind not in CONTACT_TYPES
+        ]
         if bad:
             raise InvalidTaskConfig(
-                f'{", ".join(bad)}; each type must be one of {", ".join(choices)}'
+                f'{", ".join(bad)}; each type must be one of {", ".join(CONTACT_TYPES)}'
             )
     return tuple(Contact.create(robot, frame, kind) for frame, kind in zip(frames, kinds))
 

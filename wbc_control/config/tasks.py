@@ -11,7 +11,6 @@ what a type accepts comes from its class. Errors name the parameter at fault, e.
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 import re
-from typing import NamedTuple
 
 import numpy as np
 
@@ -24,7 +23,6 @@ from wbc_control.control.prioritized_controller import (
 )
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
-from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.registry import TASK_TYPES
 from wbc_control.tasks.task import PDGains, Task
 
@@ -236,97 +234,3 @@ def task_specs(controller: PrioritizedController) -> dict[str, TaskSpec]:
             entry.name, entry.task.TYPE, entry.priority, gains.kp, kd, None, weight
         )
     return specs
-
-
-def hold_pending_targets(
-    controller: PrioritizedController, state: RobotState
-) -> list[tuple[str, np.ndarray]]:
-    """Tasks built without a target take the value measured now; returns (name, target)."""
-    return [
-        (entry.name, entry.task.set_target_from_state(state))
-        for entry in controller.entries
-        if entry.task.target_pending
-    ]
-
-
-class TaskUpdate(NamedTuple):
-    """A validated live change of one task, ready to apply."""
-
-    spec: TaskSpec  # the task's configuration after the change
-    fields: frozenset[str]  # the changed fields, a subset of LIVE_TASK_FIELDS
-
-
-def split_task_parameter(parameter: str) -> tuple[str, str]:
-    """(task, field) of a `tasks.<task>.<field>` parameter name."""
-    parts = parameter.split('.')
-    if len(parts) != 3 or parts[0] != 'tasks':
-        raise InvalidTaskConfig(f'{parameter}: not a tasks.<name>.<field> parameter')
-    return parts[1], parts[2]
-
-
-def plan_task_updates(
-    robot: RobotModel, specs: Mapping[str, TaskSpec], changes: Mapping[str, object]
-) -> tuple[TaskUpdate, ...]:
-    """Validate a batch of live changes (`tasks.<name>.<field>` -> value) as a whole.
-
-    Nothing is applied here: either every change is valid and the returned updates can be
-    applied with :func:`apply_task_update` without any further check, or an error names the
-    first offending parameter and the reason, and nothing must change.
-
-    Raises:
-        InvalidTaskConfig: unknown task, structural (read-only) or unknown field.
-        InvalidValue, InvalidShape: a value fails validation.
-    """
-    grouped: dict[str, dict[str, object]] = {}
-    for parameter, value in changes.items():
-        name, field_name = split_task_parameter(parameter)
-        if name not in specs:
-            raise InvalidTaskConfig(
-                f'{parameter}: no task named {name!r}; tasks: {", ".join(specs)}'
-            )
-        kind = specs[name].type
-        if field_name not in ('type', *task_fields(kind)):
-            raise InvalidTaskConfig(f'{parameter}: a {kind} task has no {field_name}')
-        if field_name not in LIVE_TASK_FIELDS:
-            raise InvalidTaskConfig(
-                f'{parameter} is structural and read-only at runtime; restart the node to '
-                'change it'
-            )
-        grouped.setdefault(name, {})[field_name] = value
-    return tuple(_task_update(robot, specs[name], fields) for name, fields in grouped.items())
-
-
-def _task_update(robot: RobotModel, spec: TaskSpec, changes: Mapping[str, object]) -> TaskUpdate:
-    prefix = f'tasks.{spec.name}'
-    size = spec.kp.shape[0]
-    kp, kd, target, weight = spec.kp, spec.kd, spec.target, spec.weight
-    if 'kp' in changes:
-        with parameter_errors(f'{prefix}.kp'):
-            kp = parse_kp(changes['kp'], size)
-    if 'kd' in changes:
-        with parameter_errors(f'{prefix}.kd'):
-            kd = parse_kd(changes['kd'], size)
-    for name in ('target', 'weight'):
-        if name in changes and changes[name] is None:
-            with parameter_errors(f'{prefix}.{name}'):
-                raise InvalidValue(f'a {name} cannot be unset at runtime')
-    if 'target' in changes:
-        with parameter_errors(f'{prefix}.target'):
-            target = parse_target(robot, spec.type, changes['target'])
-    if 'weight' in changes:
-        with parameter_errors(f'{prefix}.weight'):
-            weight = validate_weight(spec.name, scalar(changes['weight'], 'weight'))
-    new_spec = TaskSpec(spec.name, spec.type, spec.priority, kp, kd, target, weight, spec.options)
-    return TaskUpdate(new_spec, frozenset(changes))
-
-
-def apply_task_update(controller: PrioritizedController, update: TaskUpdate) -> None:
-    """Apply a validated update: the gains (kp and kd together), target and weight."""
-    spec, fields = update.spec, update.fields
-    task = controller.task(spec.name)
-    if fields & {'kp', 'kd'}:
-        task.set_gains(spec.kp, spec.kd)
-    if 'target' in fields:
-        task.assign_target(spec.target)
-    if 'weight' in fields:
-        controller.set_weight(spec.name, spec.weight)

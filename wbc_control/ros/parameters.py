@@ -62,10 +62,10 @@ def declare(
     try:
         value = node.declare_parameter(name, default, descriptor).value
         return spec.check(value, name)
+    except WbcError as error:  # the schema's check names the parameter itself
+        raise StartupError(str(error)) from error
     except (ParameterException, TypeError, ValueError) as error:
         raise StartupError(f"parameter '{name}': {error}") from error
-    except WbcError as error:
-        raise StartupError(str(error)) from error
 
 
 def declare_all(

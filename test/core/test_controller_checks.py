@@ -1,0 +1,106 @@
+"""The controller's /diagnostics checks and tick statistics, decided without ROS."""
+
+import numpy as np
+from robots import robot
+
+from wbc_control.config import build_entries, parse_tasks
+from wbc_control.control.controller_checks import (
+    InputState,
+    Severity,
+    contacts_check,
+    inputs_check,
+    tasks_check,
+    torques_check,
+)
+from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.control.tick_statistics import TickStatistics
+from wbc_control.model.robot_state import RobotState
+
+JOINTS = robot('panda').joint_names
+NONE = np.zeros(9, dtype=bool)
+
+
+def result():
+    panda = robot('panda')
+    tasks = {
+        'hand': {'type': 'frame_pose', 'frame': 'panda_hand', 'kp': 10.0},
+        'posture': {'type': 'joint_posture', 'kp': 1.0, 'priority': 1},
+    }
+    controller = PrioritizedController(
+        panda, build_entries(panda, parse_tasks(panda, list(tasks), tasks))
+    )
+    state = RobotState(panda)
+    state.update(panda.neutral_configuration() + 0.3, np.zeros(9))
+    return controller.compute(state)
+
+
+def statistics_after_one_tick(**flags) -> TickStatistics:
+    statistics = TickStatistics(9, now=0.0)
+    saturated = flags.get('saturated', NONE)
+    statistics.tick(result(), saturated, flags.get('rate_limited', NONE), 0.002)
+    return statistics
+
+
+def test_tick_statistics_sum_a_period_and_keep_totals():
+    statistics = statistics_after_one_tick()
+    statistics.reject('joint_states.non_finite')
+    statistics.fail('non_finite', 'non-finite torque')
+    statistics.command()
+    assert statistics.rate_hz(0.5) == 2.0 and statistics.compute_mean_s() == 0.002
+    statistics.start_period(1.0)
+    assert statistics.ticks_in_period == statistics.failures_in_period == 0
+    assert not statistics.rejected_in_period
+    assert statistics.rejected['joint_states.non_finite'] == 1
+    assert (statistics.non_finite_torques, statistics.commands) == (1, 1)
+
+
+def test_tasks_check_levels():
+    assert tasks_check(TickStatistics(9, 0.0)).severity is Severity.WARN
+    ok = tasks_check(statistics_after_one_tick())
+    assert ok.severity is Severity.OK and 'well conditioned' in ok.summary
+    assert {'hand.error_norm', 'level_0.tasks', 'level_1.damped_directions'} <= set(ok.values)
+    singular = statistics_after_one_tick()
+    level = singular.result.levels[0]._replace(damped_directions=2)
+    singular.result = singular.result._replace(levels=(level,))
+    warn = tasks_check(singular)
+    assert warn.severity is Severity.WARN and '2 damped direction(s)' in warn.summary
+    singular.fail('compute_error', 'controller failed: M is not positive definite')
+    assert tasks_check(singular) == (Severity.ERROR, singular.last_error, warn.values)
+
+
+def test_inputs_check_levels():
+    statistics = statistics_after_one_tick()
+    fresh = InputState(False, 0.01, 500.0, 'no valid joint state for 0.01 s', 'zero')
+    ok = inputs_check(statistics, fresh)
+    assert ok.severity is Severity.OK and '500.0 Hz' in ok.summary
+    statistics.reject('joint_states.ragged')
+    assert inputs_check(statistics, fresh).severity is Severity.WARN
+    stale = inputs_check(statistics, fresh._replace(stale=True, state_age=None))
+    assert stale.severity is Severity.ERROR and 'zero command' in stale.summary
+    assert np.isnan(stale.values['joint_state_age_s'])
+    assert stale.values['rejected.joint_states.ragged'] == 1
+    floating = inputs_check(statistics, fresh._replace(odom_age=0.02, odom_pairing='stamp'))
+    assert (floating.values['odom_age_s'], floating.values['odom_pairing']) == (0.02, 'stamp')
+
+
+def test_torques_check_levels():
+    ok = torques_check(statistics_after_one_tick(), JOINTS, 'zero')
+    assert ok.severity is Severity.OK and ok.values['saturated_joints'] == ''
+    saturated = NONE.copy()
+    saturated[3] = True
+    warn = torques_check(statistics_after_one_tick(saturated=saturated), JOINTS, 'zero')
+    assert warn.severity is Severity.WARN and warn.summary == 'limited: panda_joint4'
+    failed = statistics_after_one_tick()
+    failed.fail('non_finite', 'non-finite torque computed')
+    error = torques_check(failed, JOINTS, 'gravity')
+    assert error.severity is Severity.ERROR and error.values['non_finite_torques'] == 1
+    assert error.values['safe_command'] == 'gravity'
+
+
+def test_contacts_check_reports_pulling_feet():
+    statistics = statistics_after_one_tick()
+    assert contacts_check(statistics, 0.7).severity is Severity.OK
+    statistics.pulling.add('FL_FOOT')
+    warn = contacts_check(statistics, 0.7)
+    assert warn.severity is Severity.WARN and 'FL_FOOT pulling' in warn.summary
+    assert contacts_check(TickStatistics(12, 0.0), 0.7).severity is Severity.WARN

@@ -1,0 +1,87 @@
+"""One controller tick without ROS: the torque, held targets, failures, the watchdog."""
+
+import numpy as np
+import numpy.testing as npt
+import pinocchio as pin
+from robots import robot
+
+from wbc_control.config import build_entries, parse_tasks
+from wbc_control.control.command_output import CommandOutput
+from wbc_control.control.controller_loop import ControllerLoop
+from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.control.torque_limits import TorqueLimiter
+from wbc_control.exceptions import InvalidValue
+
+READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
+
+
+def posture_loop(target=READY, stale_command: str = 'zero', compensates: bool = False):
+    panda = robot('panda')
+    posture = {'type': 'joint_posture', 'kp': 25.0, 'kd': 10.0, 'target': target}
+    specs = parse_tasks(panda, ['posture'], {'posture': posture})
+    unlimited = np.full(9, np.inf)
+    controller = PrioritizedController(panda, build_entries(panda, specs), 1e-3, unlimited)
+    output = CommandOutput(TorqueLimiter(panda.effort_limits), compensates)
+    return ControllerLoop(controller, output, stale_command, timeout=0.1)
+
+
+def computed_torque(positions, velocities, target) -> np.ndarray:
+    """τ = M (kp e − kd v) + h by Pinocchio's CRBA and RNEA."""
+    model = robot('panda').model
+    data = model.createData()
+    mass = pin.crba(model, data, positions)
+    mass = np.triu(mass) + np.triu(mass, 1).T
+    h = pin.rnea(model, data, positions, velocities, np.zeros(9))
+    return mass @ (25.0 * (target - positions) - 10.0 * velocities) + h
+
+
+def test_a_tick_sends_the_computed_torque_and_counts_it():
+    loop = posture_loop()
+    positions, velocities = READY + 0.05, np.full(9, 0.1)
+    outcome = loop.tick(positions, velocities, None, None, now_s=1.0)
+    npt.assert_allclose(outcome.torque, computed_torque(positions, velocities, READY), atol=1e-9)
+    assert (outcome.error, outcome.held, outcome.resumed) == ('', (), False)
+    assert loop.statistics.ticks_in_period == 1 and loop.statistics.result is not None
+
+
+def test_a_robot_that_adds_gravity_is_sent_the_torque_minus_gravity():
+    positions, velocities = READY + 0.05, np.full(9, 0.1)
+    plain = posture_loop().tick(positions, velocities, None, None, 1.0).torque
+    sent = posture_loop(compensates=True).tick(positions, velocities, None, None, 1.0).torque
+    model = robot('panda').model
+    gravity = pin.computeGeneralizedGravity(model, model.createData(), positions)
+    npt.assert_allclose(sent, plain - gravity, atol=1e-9)
+
+
+def test_a_task_without_target_holds_the_first_state():
+    loop = posture_loop(target=None)
+    first = READY + 0.01
+    outcome = loop.tick(first, np.zeros(9), None, None, 1.0)
+    ((name, target),) = outcome.held
+    assert name == 'posture'
+    npt.assert_allclose(target, first)
+    npt.assert_allclose(outcome.torque, loop.state.gravity, atol=1e-9)
+    assert loop.tick(READY, np.zeros(9), None, None, 1.1).held == ()
+
+
+def test_a_failing_controller_sends_the_safe_command_and_counts_why():
+    loop = posture_loop(stale_command='gravity')
+
+    def fail(state, dt):
+        raise InvalidValue('the joint-space inertia matrix is not positive definite')
+
+    loop.controller.compute = fail
+    outcome = loop.tick(READY, np.zeros(9), None, None, 1.0)
+    assert 'positive definite' in outcome.error
+    npt.assert_allclose(outcome.torque, loop.state.gravity, atol=1e-12)
+    assert loop.statistics.compute_errors == 1 and loop.statistics.result is None
+
+
+def test_the_watchdog_fires_after_the_timeout_and_the_next_tick_resumes():
+    loop = posture_loop()
+    assert loop.watchdog(0.0) and loop.state_age(0.0) is None
+    loop.tick(READY, np.zeros(9), None, None, 1.0)
+    assert not loop.watchdog(1.05)
+    assert loop.watchdog(1.11) and loop.stale
+    assert loop.tick(READY, np.zeros(9), None, None, 1.2).resumed
+    assert not loop.stale

@@ -1,0 +1,155 @@
+"""The controller's health checks: a level and a one-line summary from numbers (no ROS needed).
+
+Four checks, as /diagnostics publishes them ("<node>: tasks", "inputs", "torques",
+"contacts"): each is a :class:`Check` (severity, summary, key values) computed from the
+:class:`~wbc_control.control.tick_statistics.TickStatistics` of the period; the ros layer only
+formats it.
+"""
+
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import NamedTuple
+
+import numpy as np
+
+from wbc_control.control.tick_statistics import TickStatistics
+
+#: Base wrench (N, N m) the contact forces may leave unbalanced before the contacts WARN.
+BASE_RESIDUAL_WARN = 1e-6
+
+
+class Severity(IntEnum):
+    """How bad a check's finding is (the levels of diagnostic_msgs/DiagnosticStatus)."""
+
+    OK = 0
+    WARN = 1
+    ERROR = 2
+
+
+class Check(NamedTuple):
+    """One check's outcome."""
+
+    severity: Severity
+    summary: str
+    values: dict[str, object]
+
+
+class InputState(NamedTuple):
+    """What the node knows about its inputs now (ages in seconds of node time, None: never)."""
+
+    stale: bool
+    state_age: float | None
+    rate_hz: float
+    waited: str  # e.g. 'no valid joint state for 0.21 s on /joint_states'
+    stale_command: str
+    odom_age: float | None = None
+    odom_pairing: str | None = None  # set for a floating base
+
+
+def tasks_check(statistics: TickStatistics) -> Check:
+    """Per-task errors and each level's conditioning; WARN near a singularity."""
+    result = statistics.result
+    values: dict[str, object] = {}
+    if result is not None:
+        values = {f'{task.name}.error_norm': task.error_norm for task in result.tasks}
+        for level in result.levels:
+            prefix = f'level_{level.priority}'
+            values[f'{prefix}.tasks'] = ','.join(level.task_names)
+            values[f'{prefix}.condition_number'] = level.condition_number
+            values[f'{prefix}.rank'] = level.rank
+            values[f'{prefix}.damped_directions'] = level.damped_directions
+    if statistics.failures_in_period:
+        return Check(Severity.ERROR, statistics.last_error, values)
+    if result is None:
+        return Check(Severity.WARN, 'no torque computed yet (no joint state)', values)
+    damped = [level for level in result.levels if level.damped_directions]
+    if damped:
+        summary = '; '.join(
+            f'level {level.priority} ({",".join(level.task_names)}) near singular: '
+            f'{level.damped_directions} damped direction(s)'
+            for level in damped
+        )
+        return Check(Severity.WARN, summary, values)
+    summary = f'{len(result.tasks)} task(s) on {len(result.levels)} level(s), well conditioned'
+    return Check(Severity.OK, summary, values)
+
+
+def inputs_check(statistics: TickStatistics, inputs: InputState) -> Check:
+    """State age and rate, rejected inputs; ERROR while stale, WARN when inputs were rejected."""
+    values: dict[str, object] = {
+        'stale': inputs.stale,
+        'joint_state_age_s': _seconds(inputs.state_age),
+        'joint_state_rate_hz': inputs.rate_hz,
+        **{f'rejected.{key}': count for key, count in sorted(statistics.rejected.items())},
+    }
+    if inputs.odom_pairing is not None:
+        values['odom_age_s'] = _seconds(inputs.odom_age)
+        values['odom_pairing'] = inputs.odom_pairing
+    if inputs.stale:
+        summary = f'stale: {inputs.waited}; publishing the {inputs.stale_command} command'
+        return Check(Severity.ERROR, summary, values)
+    rejected = statistics.rejected_in_period
+    if rejected:
+        counts = ', '.join(f'{key}: {n}' for key, n in sorted(rejected.items()))
+        return Check(
+            Severity.WARN, f'{sum(rejected.values())} input(s) rejected ({counts})', values
+        )
+    return Check(Severity.OK, f'joint states at {inputs.rate_hz:.1f} Hz', values)
+
+
+def torques_check(
+    statistics: TickStatistics, joint_names: Sequence[str], safe_command: str
+) -> Check:
+    """Limited joints, failed ticks and compute times; ERROR when a tick sent the safe command."""
+    names = np.array(joint_names)
+    values: dict[str, object] = {
+        'saturated_joints': ','.join(names[statistics.saturated]),
+        'rate_limited_joints': ','.join(names[statistics.rate_limited]),
+        'non_finite_torques': statistics.non_finite_torques,
+        'compute_errors': statistics.compute_errors,
+        'commands_published': statistics.commands,
+        'safe_command': safe_command,
+        'compute_time_ms.last': 1e3 * statistics.compute_last_s,
+        'compute_time_ms.mean': 1e3 * statistics.compute_mean_s(),
+        'compute_time_ms.max': 1e3 * statistics.compute_max_s,
+    }
+    if statistics.failures_in_period:
+        summary = f'{statistics.failures_in_period} tick(s) sent the safe command: '
+        return Check(Severity.ERROR, summary + statistics.last_error, values)
+    limited = statistics.saturated | statistics.rate_limited
+    if limited.any():
+        return Check(Severity.WARN, f'limited: {", ".join(names[limited])}', values)
+    summary = f'compute {values["compute_time_ms.mean"]:.2f} ms mean per tick'
+    return Check(Severity.OK, summary, values)
+
+
+def contacts_check(statistics: TickStatistics, friction_coefficient: float) -> Check:
+    """Contact forces of the last tick; WARN if any pulled or left the cone this period."""
+    result = statistics.result
+    values: dict[str, object] = {'friction_coefficient': friction_coefficient}
+    if result is None:
+        return Check(Severity.WARN, 'no contact forces computed yet', values)
+    for contact in result.contacts:
+        values[f'{contact.frame}.normal_force_n'] = contact.normal_force
+        values[f'{contact.frame}.friction_ratio'] = contact.friction_ratio
+        values[f'{contact.frame}.pulling'] = contact.pulling
+        values[f'{contact.frame}.outside_friction_cone'] = contact.outside_friction_cone
+    values['base_wrench_residual'] = result.base_wrench_residual
+    values['constraint_method'] = result.constraint_method
+    problems = [f'{frame} pulling' for frame in sorted(statistics.pulling)]
+    problems += [
+        f'{frame} outside the friction cone' for frame in sorted(statistics.outside_friction_cone)
+    ]
+    if result.base_wrench_residual > BASE_RESIDUAL_WARN:
+        problems.append(
+            'the contacts cannot balance the base wrench (residual '
+            f'{result.base_wrench_residual:.3g})'
+        )
+    if problems:
+        return Check(Severity.WARN, '; '.join(problems), values)
+    forces = ', '.join(f'{c.frame} {c.normal_force:.1f} N' for c in result.contacts)
+    return Check(Severity.OK, f'normal forces {forces}; all inside the friction cone', values)
+
+
+def _seconds(age: float | None) -> float:
+    return float('nan') if age is None else age
