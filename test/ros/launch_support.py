@@ -143,7 +143,7 @@ def launch_command(distro: str | None, prefix: Path, launch_file: str, *args: st
 class LaunchRun:
     """A launch process; its output goes to a file. Use as a context manager."""
 
-    def __init__(self, command: list) -> None:
+    def __init__(self, command: list, cwd: Path | None = None) -> None:
         self._log = tempfile.NamedTemporaryFile('w+', suffix='.log', delete=False)
         environment = dict(os.environ, ROS_LOG_DIR=tempfile.mkdtemp(prefix='wbc_launch_log'))
         self.process = subprocess.Popen(
@@ -151,6 +151,7 @@ class LaunchRun:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=environment,
+            cwd=cwd,
             start_new_session=True,
         )
 
@@ -187,8 +188,8 @@ class LaunchRun:
         return Path(self._log.name).read_text(errors='replace')
 
 
-def run_to_end(command: list, timeout: float = 60.0) -> tuple[int, str]:
-    """Run a launch that ends by itself; its exit code and output."""
-    with LaunchRun(command) as run:
+def run_to_end(command: list, timeout: float = 60.0, cwd: Path | None = None) -> tuple[int, str]:
+    """Run a launch that ends by itself (in `cwd`); its exit code and output."""
+    with LaunchRun(command, cwd) as run:
         code = run.wait(timeout)
         return code, run.output()
