@@ -119,6 +119,7 @@ def test_the_controller_files_command_the_robot(robot: str, count: int, tmp_path
         assert node.stop() == 0, node.output()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('distro', launch_sources()[-1:])
 def test_every_launch_command_of_the_page_runs(distro, tmp_path: Path) -> None:
     write_page_files(tmp_path)
