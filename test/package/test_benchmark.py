@@ -1,8 +1,14 @@
-"""wbc_bench on tiny sizes: the JSON it writes and the sanity of its figures (never timings)."""
+"""wbc_bench on tiny sizes: the JSON it writes, the sanity of its figures, and that it measures.
+
+No test asserts how fast the controller is; one asserts that the harness times a workload of
+known cost at that cost.
+"""
 
 import json
 import math
+import time
 
+import numpy as np
 import pytest
 import yaml
 
@@ -17,7 +23,14 @@ from wbc_control.benchmark.scenarios import (
     panda_scenario,
     talos_scenario,
 )
-from wbc_control.benchmark.tick import count_calls, measure_ticks
+from wbc_control.benchmark.tick import (
+    CALL_COUNT_TICKS,
+    WARMUP_TICKS,
+    count_calls,
+    measure_ticks,
+    random_samples,
+)
+from wbc_control.model.robot_state import RobotState
 
 TICKS = 200
 TICK_KEYS = {
@@ -236,3 +249,65 @@ def test_report_formats_a_full_result(tmp_path):
     assert statuses['1 kHz missed - null node'] == 'MISS'
     # Equal latencies: the controller's p99 minus the null node's is 0 <= the tick's p99.
     assert statuses['1 kHz p99 - null p99 - tick p99'] == 'PASS'
+
+
+# The harness measures something ---------------------------------------------------------------
+
+KNOWN_COST_US = 1000.0
+
+
+class KnownCostController:
+    """A stand-in controller whose tick burns a known amount of this thread's CPU time."""
+
+    entries = ()
+    contacts = ()
+
+    def __init__(self, cost_us: float) -> None:
+        self.cost_ns = int(cost_us * 1e3)
+        self.calls = 0
+
+    def compute(self, state) -> None:
+        """Spin until `cost_us` of thread CPU time has passed."""
+        self.calls += 1
+        end = time.thread_time_ns() + self.cost_ns
+        while time.thread_time_ns() < end:
+            pass
+
+
+def known_cost_scenario() -> tuple[Scenario, KnownCostController]:
+    controller = KnownCostController(KNOWN_COST_US)
+    panda = panda_scenario().robot
+    return Scenario('known_cost', panda, controller, 'test', False), controller
+
+
+def test_a_workload_of_known_cost_is_timed_at_that_cost():
+    """The harness's tick time of a 1 ms busy loop is 1 ms plus the joint-state update.
+
+    The update (configuration, velocity, RobotState.update) is timed independently here, with
+    the same clock, outside the harness; the harness must land between the workload alone and
+    twice the workload plus that update (thread CPU time does not count other processes).
+    """
+    scenario, controller = known_cost_scenario()
+    figures = measure_ticks(scenario, ticks=50)
+    state = RobotState(scenario.robot)
+    update_ns = []
+    for sample in random_samples(scenario.robot, 50, seed=0):
+        start = time.thread_time_ns()
+        q = scenario.robot.configuration(sample.positions)
+        state.update(q, scenario.robot.velocity(sample.velocities))
+        update_ns.append(time.thread_time_ns() - start)
+    update_us = float(np.median(update_ns)) * 1e-3
+    measured = figures['tick_cpu_us']['median']
+    assert KNOWN_COST_US <= measured <= 2.0 * (KNOWN_COST_US + update_us), (measured, update_us)
+    assert figures['tick_us']['median'] >= KNOWN_COST_US  # wall time includes the CPU time
+    assert figures['ratio_cpu'] == pytest.approx(measured / figures['floor_cpu_us']['median'])
+
+
+def test_the_ticks_reported_are_the_ticks_run():
+    """Warm-up, timed ticks and the call count: every compute() the harness makes."""
+    scenario, controller = known_cost_scenario()
+    figures = measure_ticks(scenario, ticks=37)
+    assert figures['ticks'] == 37
+    assert figures['calls_per_tick']['ticks'] == CALL_COUNT_TICKS
+    expected_calls = WARMUP_TICKS + 37 + WARMUP_TICKS // 20 + CALL_COUNT_TICKS
+    assert controller.calls == expected_calls
