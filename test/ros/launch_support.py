@@ -80,6 +80,21 @@ def launch_sources() -> list:
     return [pytest.param(None, id='no-launch', marks=pytest.mark.skip(reason=reason))]
 
 
+def installed_script(name: str) -> Path:
+    """A console script of this package; skips the test when it is not installed.
+
+    Looked for next to this interpreter (pip), then in each prefix of AMENT_PREFIX_PATH (colcon).
+    """
+    candidates = [Path(sys.executable).parent / name]
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        if prefix:
+            candidates.append(Path(prefix) / 'lib' / PACKAGE / name)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    pytest.skip(f'{name} is not installed (pip install -e . or colcon build)')
+
+
 def _mark_package(prefix: Path, package: str) -> None:
     index = prefix / 'share' / 'ament_index' / 'resource_index' / 'packages'
     index.mkdir(parents=True, exist_ok=True)
@@ -111,7 +126,7 @@ def install_prefix(root: Path, stub_log: Path | None = None) -> Path:
     lib.mkdir(parents=True)
     if stub_log is None:
         for script in WBC_SCRIPTS:
-            (lib / script).symlink_to(Path(sys.executable).parent / script)
+            (lib / script).symlink_to(installed_script(script))
         return root
     stub_log.mkdir(parents=True, exist_ok=True)
     stub = STUB.format(log=stub_log)

@@ -12,7 +12,7 @@ import re
 from launch_support import LaunchRun, install_prefix, launch_command, launch_sources, run_to_end
 import numpy as np
 import pytest
-from robots import MIXED_JOINTS_URDF
+from robots import MIXED_JOINTS_URDF, example_urdf
 from ros_support import RosProbe
 from std_msgs.msg import Float64MultiArray
 import yaml
@@ -27,6 +27,9 @@ TORQUE_COUNT = 20
 
 @pytest.fixture(scope='module')
 def real_prefix(tmp_path_factory) -> Path:
+    """The package with its real executables; wbc_sim needs MuJoCo and the example robots."""
+    pytest.importorskip('mujoco', reason='wbc_sim needs mujoco (pip install mujoco)')
+    example_urdf('panda')
     return install_prefix(tmp_path_factory.mktemp('install_real'))
 
 
@@ -162,6 +165,7 @@ def test_control_launch_starts_both_nodes(distro, stub_prefix, namespace):
 @pytest.mark.parametrize('distro', SOURCES)
 def test_gazebo_launch_adds_ros2_control_to_panda(distro, stub_prefix):
     prefix, log = stub_prefix
+    example_urdf('panda')
     command = launch_command(distro, prefix, 'wbc_gazebo.launch.py', 'robot:=panda')
     code, output = run_to_end(command)
     assert code == 0 and 'LAUNCH RC 0' in output, output
