@@ -222,3 +222,11 @@ def test_gazebo_launch_refuses_a_urdf_without_the_joints(distro, stub_prefix, tm
     )
     code, output = run_to_end(command)
     one_line_failure(code, output, r'the URDF has no movable joint panda_joint1')
+
+
+@pytest.mark.parametrize('distro', SOURCES[:1])
+def test_gazebo_launch_refuses_an_unknown_robot(distro, stub_prefix):
+    prefix, _ = stub_prefix
+    command = launch_command(distro, prefix, 'wbc_gazebo.launch.py', 'robot:=nope')
+    code, output = run_to_end(command)
+    one_line_failure(code, output, r"unknown example robot 'nope'; known: ")
