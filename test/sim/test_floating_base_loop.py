@@ -51,7 +51,7 @@ SOLE_Y_M = (-0.057, 0.057)
 
 
 def config(name: str, node: str) -> dict:
-    return yaml.safe_load((CONFIG / f'{name}.yaml').read_text())[node]['ros__parameters']
+    return yaml.safe_load((CONFIG / f'{name}.yaml').read_text())['/**']['ros__parameters']
 
 
 def stamp_s(message) -> float:
