@@ -1,4 +1,4 @@
-"""Tests of the dagger terms of [M Aᵀ; A 0] against seed 000 (Johnson, Block Matrix Solutions)."""
+"""Tests of the dagger terms of [M Aᵀ; A 0] against Johnson 2024 (Block Matrix Solutions)."""
 
 from pathlib import Path
 import sysconfig
@@ -23,7 +23,7 @@ ROBOTS_DIR = (
     Path(sysconfig.get_paths()['purelib']) / 'cmeel.prefix/share/example-robot-data/robots'
 )
 
-# Crank-slider with a massless second link, seed eqs 31 and 33-34.
+# Crank-slider with a massless second link, Johnson 2024, eqs 31 and 33-34.
 CRANK_M = np.array([[1.0, 0.0], [0.0, 0.0]])
 CRANK_A = np.array([[2.0, -1.0]])
 
@@ -75,7 +75,7 @@ def rank(matrix: np.ndarray) -> int:
 
 
 def assert_block_identities(M: np.ndarray, A: np.ndarray, terms: DaggerTerms) -> None:
-    """Seed eqs (9)-(13)."""
+    """Johnson 2024, eqs (9)-(13)."""
     n, m = A.shape[1], A.shape[0]
     m_dag, a_dag, lam_dag = terms.m_dagger, terms.a_dagger, terms.lambda_dagger
     block = np.block([[M, A.T], [A, np.zeros((m, m))]])
@@ -92,7 +92,7 @@ def assert_block_identities(M: np.ndarray, A: np.ndarray, terms: DaggerTerms) ->
 
 
 def assert_definiteness(M: np.ndarray, terms: DaggerTerms) -> None:
-    """Seed eqs (16)-(17): symmetry, semi-definiteness and nullities of M† and Λ†."""
+    """Johnson 2024, eqs (16)-(17): symmetry, semi-definiteness and nullities of M† and Λ†."""
     n, m = terms.a_dagger.shape[1], terms.a_dagger.shape[0]
     npt.assert_array_equal(terms.m_dagger, terms.m_dagger.T)
     npt.assert_array_equal(terms.lambda_dagger, terms.lambda_dagger.T)
@@ -129,7 +129,7 @@ def test_methods_agree_and_auto_picks_schur(system: tuple[np.ndarray, np.ndarray
 @property_settings
 @given(constrained_systems())
 @pytest.mark.parametrize('method', METHODS)
-def test_schur_terms_match_seed_eqs_6_to_8(
+def test_schur_terms_match_johnson_eqs_6_to_8(
     method: str, system: tuple[np.ndarray, np.ndarray]
 ) -> None:
     M, A = system
@@ -164,7 +164,7 @@ def test_practice_problem_2(method: str, system: tuple[np.ndarray, np.ndarray]) 
     npt.assert_allclose(terms.lambda_dagger, -terms.a_dagger @ M @ terms.a_dagger.T, atol=ATOL)
 
 
-def test_crank_slider_matches_seed_eqs_33_34() -> None:
+def test_crank_slider_matches_johnson_eqs_33_34() -> None:
     terms = dagger_terms(CRANK_M, CRANK_A)
     assert terms.method == 'block_lu'
     npt.assert_allclose(terms.m_dagger, [[1.0, 2.0], [2.0, 4.0]], atol=1e-14)

@@ -1,4 +1,4 @@
-"""Floating base and rigid contacts (design.md "Contacts and floating base"; seed 000)."""
+"""Floating base and rigid contacts (Mistry & Righetti 2011; Johnson 2024)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -140,7 +140,7 @@ def test_friction_cone_report_between_mu_and_two_mu(kind):
     assert report.pulling and report.outside_friction_cone
 
 
-# Seed 000, section 5: a crank-slider whose coupler is massless. M is singular (eq 31) but the
+# Johnson 2024, section 5: a crank-slider whose coupler is massless. M is singular (eq 31) but the
 # slider constraint covers its null space (eq 32), so the block matrix solution works.
 CRANK_SLIDER = """<?xml version="1.0"?>
 <robot name="crank_slider">

@@ -1,4 +1,4 @@
-"""Properties of the prioritized controller (design.md "The control law"; seeds 002, 004)."""
+"""Properties of the prioritized controller (Khatib 1987; Sentis & Khatib 2005; Freitag 2015)."""
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -110,7 +110,7 @@ def test_no_tasks_gives_gravity_and_coriolis_compensation():
 @settings(max_examples=25, deadline=None)
 @given(seeds)
 def test_consistent_inverse_minimises_kinetic_energy_among_right_inverses(seed):
-    """Seed 004: J̄ = M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹ is the M-norm-minimal solution of J q̈ = r."""
+    """Khatib 1987: J̄ = M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹ is the M-norm-minimal solution of J q̈ = r."""
     panda = robot('panda')
     state = random_state(panda, seed)
     result = controller(panda, TaskEntry('hand', hand_pose(panda))).compute(state)

@@ -1,4 +1,4 @@
-"""RobotState against independent Pinocchio calls and finite differences (seed 003)."""
+"""RobotState against independent Pinocchio calls and finite differences (Savin, eqs 15-17)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -79,7 +79,7 @@ def test_com_jacobian_and_drift_by_finite_differences(seed):
 
 
 def christoffel_coriolis(state: RobotState) -> np.ndarray:
-    """C(q, v) from Christoffel symbols of finite-difference ∂M/∂q (seed 003, eqs 16–17)."""
+    """C(q, v) from Christoffel symbols of finite-difference ∂M/∂q (Savin, eqs 16–17)."""
     model, n = state.model, state.robot.nv
     derivative = np.empty((n, n, n))  # [i, j, k] = ∂M_ij / ∂q_k
     for k in range(n):
@@ -99,7 +99,7 @@ def christoffel_coriolis(state: RobotState) -> np.ndarray:
 def test_christoffel_coriolis_matches_pinocchio_and_is_passive(name):
     state = random_state(robot(name), seed=11)
     coriolis = christoffel_coriolis(state)
-    # Seed 003 eq 15: C v from Christoffel symbols equals h − g.
+    # Savin, eq 15: C v from Christoffel symbols equals h − g.
     np.testing.assert_allclose(
         coriolis @ state.v, state.nonlinear_effects - state.gravity, atol=1e-6
     )

@@ -63,3 +63,40 @@ def test_directions_without_authority_are_dropped():
     np.testing.assert_allclose(result.inertia, np.diag([0.5, 0.0, 1.0 / 3.0]))
     empty = regularized_task_inertia(np.zeros((2, 2)), np.ones(2), 1e-3)
     np.testing.assert_array_equal(empty.inertia, 0.0)
+
+
+def damped_inverse_by_numpy(phi, sqrt_weights, threshold, mobility):
+    """Λ = D U diag(min(1/σ, σ/ε²)) Uᵀ D with D = diag(√w / √μ), Φₛ = D Φ D = U diag(σ) Uᵀ."""
+    scale = sqrt_weights / np.sqrt(mobility)
+    sigma, vectors = np.linalg.eigh(scale[:, None] * phi * scale[None, :])
+    sigma = np.maximum(sigma, 0.0)
+    epsilon = threshold * sigma[-1]
+    inverse = np.where(sigma >= epsilon, 1.0 / np.maximum(sigma, epsilon), sigma / epsilon**2)
+    basis = scale[:, None] * vectors
+    non_null = sigma > 1e-9 * sigma[-1]
+    return basis @ np.diag(inverse) @ basis.T, sigma, non_null, epsilon
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 7), st.booleans())
+def test_the_variable_damping_law_against_numpy(seed, size, projected):
+    """Nakamura & Hanafusa 1986 / Chiaverini 1997 per direction, on a badly conditioned Φ.
+
+    `projected`: Φ of a lower level, whose rows are scaled by the larger unprojected mobility.
+    """
+    rng = np.random.default_rng(seed)
+    phi = random_spd(rng, size, condition=1e6)
+    sqrt_weights = np.sqrt(rng.uniform(0.2, 5.0, size))
+    mobility = np.diag(phi) * rng.uniform(1.0, 3.0, size) if projected else np.diag(phi)
+    threshold = 1e-2
+    result = regularized_task_inertia(
+        phi, sqrt_weights, threshold, mobility if projected else None
+    )
+    expected, sigma, non_null, epsilon = damped_inverse_by_numpy(
+        phi, sqrt_weights, threshold, mobility
+    )
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(result.inertia, expected, atol=1e-8 * scale)
+    assert result.rank == int((sigma >= epsilon).sum())
+    assert result.damped == int(non_null.sum()) - result.rank
+    np.testing.assert_allclose(result.condition_number, sigma[-1] / sigma[non_null][0], rtol=1e-6)
