@@ -11,7 +11,9 @@ The repository is never touched: the committed tree (``git archive HEAD``, or th
 with ``--worktree``) is copied to a temporary directory per worker, mutants are written there,
 and the original file is restored after each run. The tests import that copy first
 (``PYTHONPATH``), bytecode caching is off, and Hypothesis runs with a fixed seed, so a run is
-reproducible.
+reproducible. A first pass caps every Hypothesis test at ``--quick-examples`` examples
+(``tools/mutation_pytest_plugin.py``); its survivors are run again with the tests' own example
+counts, and only those verdicts are reported.
 
 Usage (from the repository root)::
 
@@ -258,9 +260,19 @@ def copy_tree(destination: Path, worktree: bool) -> None:
     subprocess.run(['tar', '-x', '-C', str(destination)], input=archive.stdout, check=True)
 
 
-def run_tests(tree: Path, tests: tuple[str, ...], timeout_s: float) -> tuple[str, str]:
-    """('passed' | 'failed' | 'timeout', first failing test) of the tests in `tree`."""
-    environment = {**os.environ, 'PYTHONPATH': str(tree), 'PYTHONDONTWRITEBYTECODE': '1'}
+def run_tests(
+    tree: Path, tests: tuple[str, ...], timeout_s: float, max_examples: int = 0
+) -> tuple[str, str]:
+    """('passed' | 'failed' | 'timeout', first failing test) of the tests in `tree`.
+
+    `max_examples` > 0 caps every Hypothesis test's examples (`mutation_pytest_plugin`).
+    """
+    environment = {
+        **os.environ,
+        'PYTHONPATH': f'{tree}{os.pathsep}{tree / "tools"}',
+        'PYTHONDONTWRITEBYTECODE': '1',
+        'WBC_MUTATION_MAX_EXAMPLES': str(max_examples),
+    }
     command = [
         sys.executable,
         '-m',
@@ -271,6 +283,8 @@ def run_tests(tree: Path, tests: tuple[str, ...], timeout_s: float) -> tuple[str
         'no:randomly',
         '-p',
         'no:cacheprovider',
+        '-p',
+        'mutation_pytest_plugin',
         '--hypothesis-seed=0',
         *tests,
     ]
@@ -293,7 +307,7 @@ def tests_for(path: str) -> tuple[str, ...]:
     return next((t for prefix, t in TESTS_BY_MODULE.items() if path.startswith(prefix)), TESTS)
 
 
-def _worker(tree: Path, batch: list[Mutant], timeout_s: float):
+def _worker(tree: Path, batch: list[Mutant], timeout_s: float, max_examples: int):
     originals = {m.path: (tree / m.path).read_text() for m in batch}
     outcomes = []
     for mutant in batch:
@@ -301,7 +315,7 @@ def _worker(tree: Path, batch: list[Mutant], timeout_s: float):
         started = time.monotonic()
         try:
             target.write_text(mutated_source(mutant, originals[mutant.path]))
-            verdict, failing = run_tests(tree, tests_for(mutant.path), timeout_s)
+            verdict, failing = run_tests(tree, tests_for(mutant.path), timeout_s, max_examples)
         finally:
             target.write_text(originals[mutant.path])
         status = {'passed': 'survived', 'failed': 'killed', 'timeout': 'timeout'}[verdict]
@@ -315,6 +329,17 @@ def _worker(tree: Path, batch: list[Mutant], timeout_s: float):
     return outcomes
 
 
+def _run(trees: list[Path], selected: list[Mutant], timeout_s: float, max_examples: int):
+    """Outcomes of `selected`, spread over one worker per tree."""
+    batches = [selected[index :: len(trees)] for index in range(len(trees))]
+    with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
+        futures = [
+            pool.submit(_worker, tree, batch, timeout_s, max_examples)
+            for tree, batch in zip(trees, batches)
+        ]
+        return [o for future in futures for o in future.result()]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Copy the tree, check the unmutated tests pass, run every mutant, report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -324,6 +349,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--worktree', action='store_true', help='copy the working tree')
     parser.add_argument('--report', type=Path, help='write the outcomes as JSON here')
     parser.add_argument('--timeout', type=float, default=TIMEOUT_S, help='s per mutant')
+    parser.add_argument(
+        '--quick-examples',
+        type=int,
+        default=3,
+        help='first pass with at most this many Hypothesis examples per test (0: one full pass)',
+    )
     arguments = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix='wbc_mutation_') as scratch:
         trees = [Path(scratch) / f'tree{index}' for index in range(max(arguments.jobs, 1))]
@@ -341,13 +372,13 @@ def main(argv: list[str] | None = None) -> int:
         if baseline != 'passed':
             print(f'the unmutated tests do not pass ({failing}); nothing to measure')
             return 2
-        batches = [selected[index :: len(trees)] for index in range(len(trees))]
-        with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
-            futures = [
-                pool.submit(_worker, tree, batch, arguments.timeout)
-                for tree, batch in zip(trees, batches)
-            ]
-            outcomes = [o for future in futures for o in future.result()]
+        outcomes = _run(trees, selected, arguments.timeout, arguments.quick_examples)
+        if arguments.quick_examples > 0:
+            # Second pass: survivors of the quick pass with every test's own example count.
+            survivors = [o.mutant for o in outcomes if o.status == 'survived']
+            print(f'\nsecond pass: {len(survivors)} survivors with full examples', flush=True)
+            again = {o.mutant.ident: o for o in _run(trees, survivors, arguments.timeout, 0)}
+            outcomes = [again.get(o.mutant.ident, o) for o in outcomes]
     outcomes.sort(key=lambda o: o.mutant.ident)
     killed = sum(o.status != 'survived' for o in outcomes)
     print(f'\n{killed} of {len(outcomes)} mutants killed ({100.0 * killed / len(outcomes):.1f} %)')
