@@ -147,7 +147,7 @@ def config_scenario(
         torque_rate_limits=settings.torque_rate_limits,
         contacts=contacts,
     )
-    uses_com = any(spec.type == 'com' for spec in specs)
+    uses_com = any(spec.type == ComTask.TYPE for spec in specs)
     return Scenario(name or Path(path).stem, robot, controller, str(path), uses_com)
 
 

@@ -34,19 +34,13 @@ LIVE_SETTINGS = frozenset(spec.name for spec in _SCHEMA if spec.live)
 CONTACT_TYPES = ('surface', 'point')
 #: World frame (odometry frame_id) of a floating-base robot unless `world_frame` says otherwise.
 DEFAULT_ODOM_FRAME = 'odom'
-_SETTINGS = (
-    'command_joints',
-    'effort_limits',
-    'torque_rate_limit',
-    'joint_state_timeout',
-    'stale_command',
-    'singular_value_threshold',
-    'world_frame',
-    'diagnostics_rate',
-    'friction_coefficient',
-    'odom_pairing',
-    'base_frame',
-    'robot_compensates_gravity',
+#: The settings ControllerSettings is made of: the schema's plain parameters but the model,
+#: contacts and task names.
+_SETTINGS = tuple(
+    name
+    for name in _SCHEMA.parameters
+    if name not in load_schema('robot_model').parameters
+    and name not in ('contacts', 'contact_types', 'task_names')
 )
 
 

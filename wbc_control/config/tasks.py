@@ -1,4 +1,4 @@
-"""Task parameters -> validated task specs -> tasks; live changes planned before they apply.
+"""Task parameters -> validated task specs -> tasks, and the specs in force read back.
 
 Parameters of one task ``<name>`` are ``tasks.<name>.<field>``: ``type`` (a key of
 :data:`~wbc_control.tasks.registry.TASK_TYPES`), ``priority``, ``kp``, ``kd``, ``target``,
