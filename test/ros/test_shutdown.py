@@ -1,0 +1,127 @@
+"""Every node stops within 1 s of SIGINT with exit code 0: idle, and in a busy closed loop.
+
+The nodes run as real processes (their console scripts) with the shipped Panda configs and
+example-robot-data's Panda. Start-up gets a generous timeout; the exit does not: the clock starts
+when the signal is sent. In the loop, the simulator runs as fast as it can, the controller
+answers every state and the sidecar solves the eigenproblem of M at every state, so every
+process is busy when the signal arrives. ``ros2 launch`` and a terminal's Ctrl-C both signal
+each node, so the loop is also stopped by two SIGINTs in quick succession.
+"""
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+import signal
+import subprocess
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+import pytest
+from rclpy.parameter_client import AsyncParameterClient
+from ros_support import NodeProcess, RosProbe
+from std_msgs.msg import Float64MultiArray
+
+from wbc_control.model.example_robots import example_robot_urdf
+
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
+NODE_CONFIGS = {
+    'wbc_controller': 'panda_controller.yaml',
+    'wbc_diagnostics': 'diagnostics.yaml',
+    'wbc_sim': 'panda_sim.yaml',
+}
+STOP_S = 1.0
+START_TIMEOUT_S = 60.0
+#: How long to wait for an exit that already missed STOP_S, to report how late it was.
+LATE_EXIT_S = 10.0
+#: Between the two SIGINTs of a terminal's Ctrl-C under ros2 launch.
+SECOND_SIGNAL_AFTER_S = 0.02
+
+
+@pytest.fixture
+def probe() -> Iterator[RosProbe]:
+    probe = RosProbe('shutdown_probe')
+    yield probe
+    probe.close()
+
+
+def start(script: str, *overrides: str) -> NodeProcess:
+    """`script` with its shipped Panda config, Panda's URDF and `name:=value` overrides."""
+    urdf = example_robot_urdf('panda')[0]
+    arguments = ['--params-file', str(CONFIG / NODE_CONFIGS[script]), '-p', f'urdf_path:={urdf}']
+    for override in overrides:
+        arguments += ['-p', override]
+    return NodeProcess(script, extra_args=arguments).__enter__()
+
+
+def wait_until_spinning(probe: RosProbe, node: NodeProcess, script: str) -> None:
+    """Until the node answers a parameter request, which only a spinning node does."""
+    client = AsyncParameterClient(probe.node, f'/{script}')
+    assert client.wait_for_services(START_TIMEOUT_S), node.output()
+    future = client.get_parameters(['use_sim_time'])
+    assert probe.spin_until(future.done, START_TIMEOUT_S), node.output()
+
+
+def stop(node: NodeProcess, signals: Sequence[signal.Signals]) -> tuple[int | None, float]:
+    """Send `signals` and wait for the exit: (exit code or None if still running, seconds)."""
+    process = node.process
+    start_s = time.monotonic()
+    process.send_signal(signals[0])
+    for number in signals[1:]:
+        time.sleep(SECOND_SIGNAL_AFTER_S)
+        process.send_signal(number)
+    try:
+        code = process.wait(LATE_EXIT_S)
+    except subprocess.TimeoutExpired:
+        code = None
+    return code, time.monotonic() - start_s
+
+
+@pytest.mark.parametrize('script', sorted(NODE_CONFIGS))
+def test_an_idle_node_stops_within_a_second_of_sigint(probe: RosProbe, script: str) -> None:
+    node = start(script)
+    try:
+        wait_until_spinning(probe, node, script)
+        code, elapsed_s = stop(node, [signal.SIGINT])
+    finally:
+        node.__exit__(None, None, None)
+    output = node.output()
+    assert code == 0, output
+    assert elapsed_s < STOP_S, f'{script} took {elapsed_s:.2f} s to exit\n{output}'
+    assert 'Traceback' not in output
+
+
+@pytest.mark.parametrize('signal_count', [1, 2], ids=['one SIGINT', 'two SIGINTs'])
+def test_a_busy_loop_stops_within_a_second_of_sigint(probe: RosProbe, signal_count: int) -> None:
+    commands = probe.subscribe(Float64MultiArray, 'effort_controller/commands')
+    statuses = probe.subscribe(DiagnosticArray, '/diagnostics')
+    nodes = {
+        'wbc_sim': start('wbc_sim', 'real_time_factor:=0.0', 'command_timeout:=0.0'),
+        'wbc_controller': start('wbc_controller'),
+        'wbc_diagnostics': start('wbc_diagnostics', 'exact_rate:=0.0', 'publish_rate:=20.0'),
+    }
+    try:
+
+        def looping() -> bool:
+            sampled = any(
+                pair.key == 'samples' and pair.value not in ('0', '')
+                for array in statuses[-3:]
+                for status in array.status
+                if status.name.startswith('wbc_diagnostics')
+                for pair in status.values
+            )
+            return sampled and len(commands) > 50 and np.isfinite(commands[-1].data).all()
+
+        assert probe.spin_until(looping, START_TIMEOUT_S), '\n'.join(
+            f'--- {script}\n{node.output()}' for script, node in nodes.items()
+        )
+        results = {
+            script: stop(node, [signal.SIGINT] * signal_count) for script, node in nodes.items()
+        }
+    finally:
+        for node in nodes.values():
+            node.__exit__(None, None, None)
+    for script, (code, elapsed_s) in results.items():
+        output = nodes[script].output()
+        assert code == 0, f'{script} exit code {code}\n{output}'
+        assert elapsed_s < STOP_S, f'{script} took {elapsed_s:.2f} s to exit\n{output}'
+        assert 'Traceback' not in output, output
