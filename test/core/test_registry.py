@@ -128,3 +128,5 @@ def test_a_registered_task_type_is_parsed_built_held_and_run(frame_height):
     )
     assert not held[0].task.target_pending
     npt.assert_allclose(held[0].task.compute(state).error, 0.0, atol=1e-12)
+    held[0].task.assign_target(held[0].task.target_from_message(panda(), [0.1, 0.2, 0.7]))
+    npt.assert_allclose(held[0].task.height, [0.7])
