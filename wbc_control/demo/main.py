@@ -35,6 +35,9 @@ from wbc_control.model.robot_state import RobotState
 from wbc_control.ros.runtime import executable
 
 STALL_TIMEOUT_S = 20.0
+#: The lock-stepped simulator is silent until the controller connects, which on a loaded
+#: machine can take far longer than a stall between two states.
+START_TIMEOUT_S = 120.0
 QUEUE_DEPTH = 100
 TARGET_PERIOD_S = 0.01
 
@@ -260,13 +263,15 @@ def _wait_for_simulator(monitor: DemoMonitor, sim: ManagedProcess) -> bool:
 def _spin(monitor: DemoMonitor, processes: list[ManagedProcess], duration: float) -> bool:
     """Spin until `duration` sim seconds; False if a node died or the loop stalled."""
     last_print = -1.0
+    monitor.last_state_wall = time.monotonic()
     while monitor.sim_time < duration:
         rclpy.spin_once(monitor, timeout_sec=0.05)
         dead = [p for p in processes if p.process.poll() is not None]
-        stalled = time.monotonic() - monitor.last_state_wall > STALL_TIMEOUT_S
+        limit = STALL_TIMEOUT_S if monitor.record.time else START_TIMEOUT_S
+        stalled = time.monotonic() - monitor.last_state_wall > limit
         if dead or stalled:
             culprit = dead[0] if dead else processes[0]
-            reason = f'{culprit.name} exited' if dead else 'no joint_states for 20 s'
+            reason = f'{culprit.name} exited' if dead else f'no joint_states for {limit:.0f} s'
             print(f'\nwbc_demo: {reason}; last output of {culprit.name}:\n{culprit.tail()}')
             return False
         if monitor.sim_time - last_print >= 0.5:
