@@ -11,15 +11,18 @@ from hypothesis import settings
 
 
 def pytest_collection_modifyitems(items) -> None:
-    """Cap `max_examples` of every Hypothesis test (explicit @settings included)."""
+    """Cap `max_examples` of every Hypothesis test (explicit @settings included).
+
+    No example database either: an example that killed one mutant must not be replayed
+    first for the next, or the verdicts would depend on the order of the run.
+    """
     cap = int(os.environ.get('WBC_MUTATION_MAX_EXAMPLES', '0'))
-    if cap <= 0:
-        return
     for item in items:
         test = getattr(item, 'obj', None)
         if getattr(test, 'hypothesis', None) is None:
             continue
         current = getattr(test, '_hypothesis_internal_use_settings', settings.default)
+        examples = min(current.max_examples, cap) if cap > 0 else current.max_examples
         test._hypothesis_internal_use_settings = settings(
-            current, max_examples=min(current.max_examples, cap)
+            current, max_examples=examples, database=None
         )

@@ -260,46 +260,54 @@ def copy_tree(destination: Path, worktree: bool) -> None:
     subprocess.run(['tar', '-x', '-C', str(destination)], input=archive.stdout, check=True)
 
 
-def run_tests(
-    tree: Path, tests: tuple[str, ...], timeout_s: float, max_examples: int = 0
-) -> tuple[str, str]:
-    """('passed' | 'failed' | 'timeout', first failing test) of the tests in `tree`.
+class TestRunner:
+    """pytest runs in one tree through `mutation_forkserver.py` (imports paid once)."""
 
-    `max_examples` > 0 caps every Hypothesis test's examples (`mutation_pytest_plugin`).
-    """
-    environment = {
-        **os.environ,
-        'PYTHONPATH': f'{tree}{os.pathsep}{tree / "tools"}',
-        'PYTHONDONTWRITEBYTECODE': '1',
-        'WBC_MUTATION_MAX_EXAMPLES': str(max_examples),
-    }
-    command = [
-        sys.executable,
-        '-m',
-        'pytest',
-        '-q',
-        '-x',
-        '-p',
-        'no:randomly',
-        '-p',
-        'no:cacheprovider',
-        '-p',
-        'mutation_pytest_plugin',
-        '--hypothesis-seed=0',
-        *tests,
-    ]
-    try:
-        result = subprocess.run(
-            command, cwd=tree, env=environment, capture_output=True, text=True, timeout=timeout_s
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+        environment = {
+            **os.environ,
+            'PYTHONPATH': f'{tree}{os.pathsep}{tree / "tools"}',
+            'PYTHONDONTWRITEBYTECODE': '1',
+        }
+        self.server = subprocess.Popen(
+            [sys.executable, str(tree / 'tools' / 'mutation_forkserver.py'), str(tree)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=environment,
+            cwd=tree,
         )
-    except subprocess.TimeoutExpired:
-        return 'timeout', ''
-    failing = next(
-        (line.split()[1] for line in result.stdout.splitlines() if line.startswith('FAILED')), ''
-    )
-    if not failing and result.returncode != 0:
-        failing = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else 'error'
-    return ('passed' if result.returncode == 0 else 'failed'), failing
+        assert json.loads(self.server.stdout.readline())['ready']
+
+    def run(
+        self, tests: tuple[str, ...], timeout_s: float, max_examples: int = 0
+    ) -> tuple[str, str]:
+        """('passed' | 'failed' | 'timeout', first failing test) of `tests`.
+
+        `max_examples` > 0 caps every Hypothesis test's examples (`mutation_pytest_plugin`).
+        """
+        log = self.tree / 'pytest.log'
+        argv = ['-q', '-x', '-p', 'no:randomly', '-p', 'no:cacheprovider']
+        argv += ['-p', 'mutation_pytest_plugin', '--hypothesis-seed=0', *tests]
+        request = {'argv': argv, 'timeout': timeout_s, 'log': str(log), 'cap': max_examples}
+        self.server.stdin.write(json.dumps(request) + '\n')
+        self.server.stdin.flush()
+        code = json.loads(self.server.stdout.readline())['code']
+        if code is None:
+            return 'timeout', ''
+        output = log.read_text()
+        failing = next(
+            (line.split()[1] for line in output.splitlines() if line.startswith('FAILED')), ''
+        )
+        if not failing and code != 0:
+            failing = output.strip().splitlines()[-1] if output.strip() else 'error'
+        return ('passed' if code == 0 else 'failed'), failing
+
+    def close(self) -> None:
+        """Stop the fork server."""
+        self.server.stdin.close()
+        self.server.wait(30)
 
 
 def tests_for(path: str) -> tuple[str, ...]:
@@ -307,7 +315,8 @@ def tests_for(path: str) -> tuple[str, ...]:
     return next((t for prefix, t in TESTS_BY_MODULE.items() if path.startswith(prefix)), TESTS)
 
 
-def _worker(tree: Path, batch: list[Mutant], timeout_s: float, max_examples: int):
+def _worker(runner: 'TestRunner', batch: list[Mutant], timeout_s: float, max_examples: int):
+    tree = runner.tree
     originals = {m.path: (tree / m.path).read_text() for m in batch}
     outcomes = []
     for mutant in batch:
@@ -315,7 +324,7 @@ def _worker(tree: Path, batch: list[Mutant], timeout_s: float, max_examples: int
         started = time.monotonic()
         try:
             target.write_text(mutated_source(mutant, originals[mutant.path]))
-            verdict, failing = run_tests(tree, tests_for(mutant.path), timeout_s, max_examples)
+            verdict, failing = runner.run(tests_for(mutant.path), timeout_s, max_examples)
         finally:
             target.write_text(originals[mutant.path])
         status = {'passed': 'survived', 'failed': 'killed', 'timeout': 'timeout'}[verdict]
@@ -329,15 +338,26 @@ def _worker(tree: Path, batch: list[Mutant], timeout_s: float, max_examples: int
     return outcomes
 
 
-def _run(trees: list[Path], selected: list[Mutant], timeout_s: float, max_examples: int):
+def _run(runners: list[TestRunner], selected: list[Mutant], timeout_s: float, max_examples: int):
     """Outcomes of `selected`, spread over one worker per tree."""
-    batches = [selected[index :: len(trees)] for index in range(len(trees))]
-    with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
+    batches = [selected[index :: len(runners)] for index in range(len(runners))]
+    with concurrent.futures.ThreadPoolExecutor(len(runners)) as pool:
         futures = [
-            pool.submit(_worker, tree, batch, timeout_s, max_examples)
-            for tree, batch in zip(trees, batches)
+            pool.submit(_worker, runner, batch, timeout_s, max_examples)
+            for runner, batch in zip(runners, batches)
         ]
         return [o for future in futures for o in future.result()]
+
+
+def _survey(runners: list[TestRunner], selected: list[Mutant], arguments) -> list[Outcome]:
+    """The quick pass, then its survivors again with every test's own example count."""
+    outcomes = _run(runners, selected, arguments.timeout, arguments.quick_examples)
+    if arguments.quick_examples > 0:
+        survivors = [o.mutant for o in outcomes if o.status == 'survived']
+        print(f'\nsecond pass: {len(survivors)} survivors with full examples', flush=True)
+        again = {o.mutant.ident: o for o in _run(runners, survivors, arguments.timeout, 0)}
+        outcomes = [again.get(o.mutant.ident, o) for o in outcomes]
+    return outcomes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,17 +388,16 @@ def main(argv: list[str] | None = None) -> int:
             for mutant in selected:
                 print(f'[{mutant.ident:4d}] {mutant.path}:{mutant.line} {mutant.description}')
             return 0
-        baseline, failing = run_tests(trees[0], TESTS, arguments.timeout)
-        if baseline != 'passed':
-            print(f'the unmutated tests do not pass ({failing}); nothing to measure')
-            return 2
-        outcomes = _run(trees, selected, arguments.timeout, arguments.quick_examples)
-        if arguments.quick_examples > 0:
-            # Second pass: survivors of the quick pass with every test's own example count.
-            survivors = [o.mutant for o in outcomes if o.status == 'survived']
-            print(f'\nsecond pass: {len(survivors)} survivors with full examples', flush=True)
-            again = {o.mutant.ident: o for o in _run(trees, survivors, arguments.timeout, 0)}
-            outcomes = [again.get(o.mutant.ident, o) for o in outcomes]
+        runners = [TestRunner(tree) for tree in trees]
+        try:
+            baseline, failing = runners[0].run(TESTS, arguments.timeout)
+            if baseline != 'passed':
+                print(f'the unmutated tests do not pass ({failing}); nothing to measure')
+                return 2
+            outcomes = _survey(runners, selected, arguments)
+        finally:
+            for runner in runners:
+                runner.close()
     outcomes.sort(key=lambda o: o.mutant.ident)
     killed = sum(o.status != 'survived' for o in outcomes)
     print(f'\n{killed} of {len(outcomes)} mutants killed ({100.0 * killed / len(outcomes):.1f} %)')

@@ -1,0 +1,88 @@
+"""Fork server for `tools/mutation_test.py`: import once, fork one pytest run per mutant.
+
+Started in a copy of the repository (``python mutation_forkserver.py TREE``), it imports what
+no mutant changes (numpy, scipy, Pinocchio, Hypothesis, pytest, the robot model layer and the
+test suite's robot cache, with the example robots loaded), then reads one JSON request per
+line: ``{"argv": [...], "timeout": s, "log": path, "cap": max Hypothesis examples}``. For
+each it forks; the child runs ``pytest.main(argv)`` in TREE with its output in ``log`` and
+imports the mutated control and task modules fresh from disk (the parent never imports
+them). The parent answers with one JSON line ``{"code": exit code, or null on timeout}``.
+"""
+
+import json
+import os
+from pathlib import Path
+import signal
+import sys
+import time
+
+#: Robots the core tests load; parsing their URDFs once saves seconds per mutant.
+PRELOADED_ROBOTS = ('panda', 'ur5', 'talos', 'solo12')
+#: Must stay unimported in the parent: the mutants live there.
+MUTATED_PACKAGES = ('wbc_control.control', 'wbc_control.tasks')
+
+
+def preload(tree: Path) -> None:
+    """Import the libraries and helpers every run needs, never the mutated packages."""
+    sys.path[:0] = [str(tree / 'test'), str(tree), str(tree / 'tools')]
+    import eigenpy  # noqa: F401
+    import hypothesis  # noqa: F401
+    import numpy  # noqa: F401
+    import pinocchio  # noqa: F401
+    import pytest  # noqa: F401
+    import robots
+    import scipy.linalg  # noqa: F401
+
+    for name in PRELOADED_ROBOTS:
+        robots.robot(name)
+    leaked = [m for m in sys.modules if m.startswith(MUTATED_PACKAGES)]
+    assert not leaked, f'the fork server imported mutated modules: {leaked}'
+
+
+def run_child(tree: Path, argv: list[str], log: str, cap: int) -> None:
+    """In the forked child: pytest in `tree`, output to `log`, then exit with its code."""
+    import pytest
+
+    os.environ['WBC_MUTATION_MAX_EXAMPLES'] = str(cap)
+    os.chdir(tree)
+    descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    code = 3
+    try:
+        code = int(pytest.main(argv))
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def wait(pid: int, timeout_s: float) -> int | None:
+    """The child's exit code, or None after killing it at `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.05)
+
+
+def main() -> None:
+    """Serve requests from stdin until it closes."""
+    tree = Path(sys.argv[1]).resolve()
+    preload(tree)
+    print(json.dumps({'ready': True}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            run_child(tree, request['argv'], request['log'], request.get('cap', 0))
+        print(json.dumps({'code': wait(pid, request['timeout'])}), flush=True)
+
+
+if __name__ == '__main__':
+    main()
