@@ -136,6 +136,28 @@ def test_the_first_level_under_contacts_reaches_its_desired_acceleration(seed):
 # Weights within a level ----------------------------------------------------------------------
 
 
+def test_defaults_are_the_top_level_and_unit_weight():
+    """TaskEntry without priority is level 0 (above level 1); without weight it weighs 1."""
+    panda = robot('panda')
+    state = random_state(panda, 4, speed=0.7)
+    near = FramePositionTask(panda, 'panda_hand', [0.5, 0.0, 0.5], kp=100.0)
+    far = FramePositionTask(panda, 'panda_hand', [0.3, 0.2, 0.3], kp=100.0)
+    posture = JointPostureTask(panda, np.zeros(panda.n_actuated), kp=20.0)
+    entries = [
+        TaskEntry('posture', posture, 1),
+        TaskEntry('near', near),
+        TaskEntry('far', far, 0, 1.0),
+    ]
+    ctrl = controller(panda, entries)
+    result = ctrl.compute(state)
+    assert [level.task_names for level in result.levels] == [('near', 'far'), ('posture',)]
+    assert ctrl.weight('near') == 1.0
+    desired = [task.compute(state).desired_acceleration for task in (near, far)]
+    np.testing.assert_allclose(
+        achieved(near, state, result.acceleration), 0.5 * (desired[0] + desired[1]), atol=1e-7
+    )
+
+
 def test_weights_of_two_tasks_on_one_point_give_the_weighted_mean_of_their_targets():
     """Same Jacobian, different targets: argmin Σ wᵢ‖ẍ − ẍᵢ*‖² = Σ wᵢẍᵢ* / Σ wᵢ.
 

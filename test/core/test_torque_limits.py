@@ -52,3 +52,12 @@ def test_the_next_step_is_measured_from_what_was_actually_sent():
     out = limiter.apply(np.array([50.0, 3.0]), dt=0.002)
     np.testing.assert_allclose(out.torque, [2.0, 3.0])  # 0 + 1000 · 0.002
     np.testing.assert_array_equal(out.rate_limited, [True, False])
+
+
+def test_a_repeated_stamp_does_not_freeze_the_command():
+    """A zero dt (two commands for one stamp) has no rate to limit: the torque is not held."""
+    limiter = TorqueLimiter([100.0], rate_limits=[1000.0])
+    limiter.apply(np.zeros(1), dt=0.001)
+    out = limiter.apply(np.array([50.0]), dt=0.0)
+    np.testing.assert_allclose(out.torque, [50.0])
+    assert not out.rate_limited.any()
