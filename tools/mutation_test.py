@@ -230,6 +230,12 @@ def mutants(root: Path) -> list[Mutant]:
     return found
 
 
+def interleaved(found: list[Mutant]) -> list[Mutant]:
+    """Run order that takes every module in turn, so a partial run is a fair sample."""
+    sizes = {path: sum(m.path == path for m in found) for path in MODULES}
+    return sorted(found, key=lambda m: (m.index / sizes[m.path], m.ident))
+
+
 def mutated_source(mutant: Mutant, source: str) -> str:
     """The module source with `mutant` applied (its `index`-th site)."""
     tree = ast.parse(source)
@@ -380,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         trees = [Path(scratch) / f'tree{index}' for index in range(max(arguments.jobs, 1))]
         for tree in trees:
             copy_tree(tree, arguments.worktree)
-        selected = mutants(trees[0])
+        selected = interleaved(mutants(trees[0]))
         if arguments.only:
             wanted = set(arguments.only)
             selected = [m for m in selected if m.ident in wanted]
