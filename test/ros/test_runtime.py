@@ -15,7 +15,7 @@ LATCHED = QoSProfile(
 
 @pytest.fixture
 def probe():
-    probe = RosProbe('node_support_probe')
+    probe = RosProbe('runtime_probe')
     yield probe
     probe.close()
 
