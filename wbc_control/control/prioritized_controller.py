@@ -31,143 +31,57 @@ Products are written `A.dot(B)`: on these small arrays numpy's `@` (a generalize
 two to three times as much per call, and a tick makes dozens of them.
 """
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from functools import partial
 import math
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 from scipy.linalg import get_lapack_funcs
 
 from wbc_control.control.constrained_dynamics import SCHUR_MIN_RCOND, dagger_terms
 from wbc_control.control.contacts import (
     Contact,
-    ContactForceReport,
     base_contact_forces,
     contact_force_reports,
     contact_jacobian,
 )
+from wbc_control.control.controller_types import (
+    ControllerResult,
+    Level,
+    LevelReport,
+    TaskEntry,
+    TaskReport,
+    validate_threshold,
+    validate_weight,
+)
+from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, task_scale
 from wbc_control.control.task_inertia import (
-    generic_level_ranks,
     projected_terms,
     regularized_task_inertia,
+    sampled_generic_ranks,
 )
 from wbc_control.control.torque_limits import TorqueLimiter
-from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError, WbcError
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
-from wbc_control.tasks.task import Task, TaskTerms, as_slice
+from wbc_control.tasks.task import Task, as_slice
+
+__all__ = [
+    'ControllerResult',
+    'LevelReport',
+    'PrioritizedController',
+    'TaskEntry',
+    'TaskReport',
+    'schur_dagger_terms',
+    'validate_threshold',
+    'validate_weight',
+]
 
 _POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
 
 DEFAULT_SINGULAR_VALUE_THRESHOLD = 1e-3
 DEFAULT_FRICTION_COEFFICIENT = 0.7
-
-
-@dataclass(frozen=True)
-class TaskEntry:
-    """A task in the controller's list: its name, priority level (0 = highest) and weight."""
-
-    name: str
-    task: Task
-    priority: int = 0
-    weight: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            raise InvalidTaskConfig('a task needs a non-empty name')
-        if isinstance(self.priority, bool) or not isinstance(self.priority, int | np.integer):
-            raise InvalidTaskConfig(f"task '{self.name}': priority must be an integer")
-        if self.priority < 0:
-            raise InvalidTaskConfig(f"task '{self.name}': priority must be >= 0")
-        validate_weight(self.name, self.weight)
-
-
-def validate_weight(name: str, weight: float) -> float:
-    """A weight must be finite and positive."""
-    weight = float(weight)
-    if not np.isfinite(weight) or weight <= 0.0:
-        raise InvalidValue(f"task '{name}': weight must be finite and > 0, got {weight}")
-    return weight
-
-
-class TaskReport(NamedTuple):
-    """How one task fared this tick."""
-
-    name: str
-    priority: int
-    error: np.ndarray  # (k,) e
-    error_norm: float
-    desired_acceleration: np.ndarray  # (k,) ẍ*
-    achieved_acceleration: np.ndarray  # (k,) J q̈ + J̇v
-
-
-class LevelReport(NamedTuple):
-    """Health of one priority level's task-space inertia."""
-
-    priority: int
-    task_names: tuple[str, ...]
-    condition_number: float
-    rank: int  # directions inverted exactly
-    damped_directions: int  # directions lost to a kinematic singularity or damped (> 0: singular)
-    generic_rank: int = 0  # directions the level has at a non-singular configuration
-
-
-class ControllerResult(NamedTuple):
-    """Everything one tick of the controller produced."""
-
-    torque: np.ndarray  # (n_act,) limited command, actuated-joint order
-    torque_unlimited: np.ndarray  # (n_act,) before saturation / rate limiting
-    saturated: np.ndarray  # (n_act,) bool
-    rate_limited: np.ndarray  # (n_act,) bool
-    acceleration: np.ndarray  # (nv,) q̈
-    tasks: tuple[TaskReport, ...]
-    levels: tuple[LevelReport, ...]
-    contacts: tuple[ContactForceReport, ...] = ()
-    base_wrench_residual: float = 0.0  # N / N m the contacts cannot balance (floating base)
-    constraint_method: str = ''  # how the dagger terms were computed ('schur' / 'block_lu')
-
-
-class _Level:
-    """Tasks sharing one priority, with their stacked row layout and stacking buffers."""
-
-    def __init__(self, priority: int, entries: Sequence[TaskEntry], nv: int) -> None:
-        self.priority = priority
-        self.entries = tuple(entries)
-        self.names = tuple(entry.name for entry in entries)
-        self.slices = []
-        start = 0
-        for entry in entries:
-            self.slices.append(slice(start, start + entry.task.dim))
-            start += entry.task.dim
-        self.dim = start
-        self._jacobian = np.empty((start, nv))
-        self._drift = np.empty(start)
-
-    def sqrt_weights(self, weights: dict[str, float]) -> np.ndarray:
-        return np.concatenate(
-            [np.full(entry.task.dim, np.sqrt(weights[entry.name])) for entry in self.entries]
-        )
-
-    def stack(self, terms: Sequence[TaskTerms]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Stacked Jacobian `(m, nv)`, drift J̇v `(m,)` and target ẍ* − J̇v `(m,)` of the level.
-
-        A single task is used as it is; several are written into the level's buffers, which
-        are overwritten on the next tick.
-        """
-        if len(terms) == 1:
-            (term,) = terms
-            return term.jacobian, term.drift, term.desired_acceleration - term.drift
-        jacobian, drift = self._jacobian, self._drift
-        target = np.empty(self.dim)
-        for rows, term in zip(self.slices, terms):
-            jacobian[rows] = term.jacobian
-            drift[rows] = term.drift
-            target[rows] = term.desired_acceleration
-        target -= drift
-        return jacobian, drift, target
 
 
 class PrioritizedController:
@@ -181,6 +95,8 @@ class PrioritizedController:
         torque_rate_limits: per actuated joint (N m/s); default none.
         contacts: frames in rigid contact, the top priority.
         friction_coefficient: μ for the friction-cone check of contact forces.
+        joint_limits: the joint-limit level above all tasks
+            (`wbc_control.control.joint_limits`); None: position limits are not enforced.
     """
 
     def __init__(
@@ -192,6 +108,7 @@ class PrioritizedController:
         torque_rate_limits: npt.ArrayLike | None = None,
         contacts: Sequence[Contact] = (),
         friction_coefficient: float = DEFAULT_FRICTION_COEFFICIENT,
+        joint_limits: JointLimits | None = None,
     ) -> None:
         if robot.floating_base and not contacts:
             raise ModelError(
@@ -211,7 +128,7 @@ class PrioritizedController:
         self.singular_value_threshold = validate_threshold(singular_value_threshold)
         priorities = sorted({entry.priority for entry in entries})
         self.levels = tuple(
-            _Level(p, [entry for entry in entries if entry.priority == p], robot.nv)
+            Level(p, [entry for entry in entries if entry.priority == p], robot.nv)
             for p in priorities
         )
         self._weights = {entry.name: float(entry.weight) for entry in entries}
@@ -221,34 +138,8 @@ class PrioritizedController:
         self._identity = np.eye(robot.nv)
         self._null_space = np.eye(robot.nv)
         self._actuated = as_slice(robot.indices.v)
-        self._generic_ranks = self._level_ranks()
-
-    def _level_ranks(self, samples: int = 3) -> tuple[int, ...]:
-        """Each level's generic rank (`generic_level_ranks`), the largest over random states.
-
-        A task that cannot be evaluated away from its robot's usual configurations counts
-        with all its rows.
-        """
-        model = self.robot.model
-        lower = np.clip(model.lowerPositionLimit, -3.0, 3.0)
-        upper = np.clip(model.upperPositionLimit, -3.0, 3.0)
-        state = RobotState(self.robot)
-        rng = np.random.default_rng(0)
-        cumulative = np.zeros(len(self.levels), dtype=int)
-        for _ in range(samples):
-            q = self.robot.neutral_configuration()
-            q[:] = pin.randomConfiguration(model, lower, upper)
-            state.update(q, rng.standard_normal(self.robot.nv))
-            try:
-                jacobians = [
-                    level.stack([e.task.compute(state) for e in level.entries])[0]
-                    for level in self.levels
-                ]
-            except WbcError:
-                return tuple(level.dim for level in self.levels)
-            contacts = contact_jacobian(state, self.contacts)[0] if self.contacts else None
-            cumulative = np.maximum(cumulative, generic_level_ranks(jacobians, contacts))
-        return tuple(np.diff(cumulative, prepend=0).tolist())
+        self._generic_ranks = sampled_generic_ranks(robot, self.levels, self.contacts)
+        self.joint_limits = joint_limits
 
     def task(self, name: str) -> Task:
         """The task called `name` (KeyError if unknown)."""
@@ -277,53 +168,37 @@ class PrioritizedController:
             state: kinematics and dynamics already updated for this tick.
             dt: time since the previous command (s), for the torque-rate limit.
         """
-        inverse_inertia, constraint, method, acceleration = self._constraint(state)
-        # N = I above the first level: Jp = J needs no product, and the last level's N is unused.
-        null_space = None
-        last = len(self.levels) - 1
-        level_reports, level_terms = [], []
-        for index, (level, sqrt_weights) in enumerate(zip(self.levels, self._sqrt_weights)):
+        inverse_inertia, constraint, method, start = self._constraint(state)
+        level_terms = []
+        for level in self.levels:
             terms = [entry.task.compute(state) for entry in level.entries]
-            jacobian, drift, target = level.stack(terms)  # (m, nv), (m,), (m,)
-            projected, inverse_inertia_jt, mobility = projected_terms(
-                jacobian, null_space, inverse_inertia
+            level_terms.append((terms, *level.stack(terms)))
+        recursion = partial(self._recursion, inverse_inertia, start, level_terms)
+        acceleration, level_reports = recursion(None)
+        limit_level, scale = None, 1.0
+        if self.joint_limits is not None:
+            unforced_terms = [
+                (terms, jacobian, drift, -drift) for terms, jacobian, drift, _ in level_terms
+            ]
+            unforced = partial(self._recursion, inverse_inertia, start, unforced_terms)
+            limit_level, base, acceleration, level_reports, scale = self._saturate(
+                state, recursion, unforced, acceleration, level_reports
             )
-            inertia = regularized_task_inertia(
-                projected.dot(inverse_inertia_jt),
-                sqrt_weights,
-                self.singular_value_threshold,
-                mobility,
-                jacobian,
-            )
-            consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
-            acceleration += consistent_inverse.dot(target - jacobian.dot(acceleration))
-            if index < last:
-                null_space = self._reduce_null_space(
-                    null_space, inverse_inertia_jt.dot(inertia.blocking).dot(projected)
-                )
-            level_terms.append((terms, jacobian, drift))
-            generic_rank = self._generic_ranks[index]
-            lost = max(generic_rank - inertia.rank, inertia.damped)
-            level_reports.append(
-                LevelReport(
-                    level.priority,
-                    level.names,
-                    inertia.condition_number,
-                    inertia.rank,
-                    lost,
-                    generic_rank,
-                )
-            )
-        generalized_force = state.mass_matrix.dot(acceleration) + state.nonlinear_effects
+            limits = self.limiter.effort_limits
+            scaled = base + scale * (acceleration - base)
+            if (np.abs(self._torque(state, scaled, constraint)[0]) > limits).any():
+                full_torque = self._torque(state, acceleration, constraint)[0]
+                base_torque = self._torque(state, base, constraint)[0]
+                scale = min(scale, task_scale(base_torque, full_torque, limits))
+                scaled = base + scale * (acceleration - base)
+            acceleration = scaled
+        torque, forces = self._torque(state, acceleration, constraint)
         contact_reports, residual = (), 0.0
-        if constraint is not None:
-            forces = base_contact_forces(constraint, generalized_force, self.robot.base_nv)
-            generalized_force -= constraint.T.dot(forces.forces)
+        if forces is not None:
             contact_reports = contact_force_reports(
                 self.contacts, forces.forces, self.friction_coefficient
             )
             residual = forces.base_residual
-        torque = generalized_force[self._actuated]
         limited = self.limiter.apply(torque, dt)
         return ControllerResult(
             limited.torque,
@@ -332,10 +207,95 @@ class PrioritizedController:
             limited.rate_limited,
             acceleration,
             self._task_reports(level_terms, acceleration),
-            tuple(level_reports),
+            level_reports,
             contact_reports,
             residual,
             method,
+            () if self.joint_limits is None else self.joint_limits.names(limit_level),
+            scale,
+        )
+
+    def _saturate(self, state: RobotState, recursion, unforced, acceleration, level_reports):
+        """SNS with task scaling (`wbc_control.control.joint_limits`).
+
+        Returns the saturated joints, q̈₀ and q̈₁ for them, the level reports and the scale.
+        """
+        bounds, level = self.joint_limits.bounds(state), None
+        best = None
+        for _ in range(len(self.robot.joint_names) + 1):
+            base = unforced(level)[0]
+            scale, following = self.joint_limits.plan(base, acceleration, bounds, level)
+            if best is None or scale > best[-1]:
+                best = (level, base, acceleration, level_reports, scale)
+            if scale >= 1.0 or following is None:
+                break
+            level = following
+            acceleration, level_reports = recursion(level)
+        return best
+
+    def _torque(self, state: RobotState, acceleration: np.ndarray, constraint):
+        """τ = S (M q̈ + h − Aᵀf) `(n_act,)`, and the contact forces (None without contacts)."""
+        generalized_force = state.mass_matrix.dot(acceleration) + state.nonlinear_effects
+        forces = None
+        if constraint is not None:
+            forces = base_contact_forces(constraint, generalized_force, self.robot.base_nv)
+            generalized_force -= constraint.T.dot(forces.forces)
+        return generalized_force[self._actuated], forces
+
+    def _recursion(
+        self,
+        inverse_inertia: Callable[[np.ndarray], np.ndarray],
+        start: np.ndarray,
+        level_terms: list,
+        limit_level: JointLimitLevel | None,
+    ) -> tuple[np.ndarray, tuple[LevelReport, ...]]:
+        """q̈ `(nv,)` from the priority recursion of the module docstring, and each level's health.
+
+        `limit_level`, the joints saturated at their limits, goes above every user level.
+        """
+        acceleration = start.copy()
+        # N = I above the first level: Jp = J needs no product, and the last level's N is unused.
+        null_space = None
+        if limit_level is not None:
+            rows = limit_level.jacobian
+            inverse_inertia_jt = inverse_inertia(rows.T)  # (nv, k)
+            inertia = regularized_task_inertia(
+                rows.dot(inverse_inertia_jt), np.ones(rows.shape[0]), self.singular_value_threshold
+            )
+            consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)
+            acceleration += consistent_inverse.dot(limit_level.target - rows.dot(acceleration))
+            if self.levels:
+                null_space = self._reduce_null_space(None, consistent_inverse.dot(rows))
+        last = len(self.levels) - 1
+        level_reports = []
+        for index, (sqrt_weights, (_, jacobian, _, target)) in enumerate(
+            zip(self._sqrt_weights, level_terms)
+        ):
+            projected, inverse_inertia_jt, mobility = projected_terms(
+                jacobian, null_space, inverse_inertia
+            )
+            inertia = regularized_task_inertia(
+                projected.dot(inverse_inertia_jt),
+                sqrt_weights,
+                self.singular_value_threshold,
+                mobility,
+                projected,
+            )
+            consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
+            acceleration += consistent_inverse.dot(target - jacobian.dot(acceleration))
+            if index < last:
+                null_space = self._reduce_null_space(
+                    null_space, inverse_inertia_jt.dot(inertia.blocking).dot(projected)
+                )
+            level_reports.append(self._level_report(index, inertia))
+        return acceleration, tuple(level_reports)
+
+    def _level_report(self, index: int, inertia) -> LevelReport:
+        """A level's health; lost directions counted against its generic rank."""
+        level, generic_rank = self.levels[index], self._generic_ranks[index]
+        lost = max(generic_rank - inertia.rank, inertia.damped)
+        return LevelReport(
+            level.priority, level.names, inertia.condition_number, inertia.rank, lost, generic_rank
         )
 
     def _reduce_null_space(self, null_space: np.ndarray | None, used: np.ndarray) -> np.ndarray:
@@ -368,7 +328,7 @@ class PrioritizedController:
     def _task_reports(self, level_terms: list, acceleration: np.ndarray) -> tuple[TaskReport, ...]:
         """Per-task error and achieved acceleration J q̈ + J̇v (one product per level)."""
         reports = []
-        for level, (terms, jacobian, drift) in zip(self.levels, level_terms):
+        for level, (terms, jacobian, drift, _) in zip(self.levels, level_terms):
             achieved = jacobian.dot(acceleration) + drift  # (m,)
             for entry, rows, term in zip(level.entries, level.slices, terms):
                 error = term.error
@@ -431,11 +391,3 @@ def schur_dagger_terms(
 def _provably_well_conditioned(matrix: np.ndarray, inverse: np.ndarray) -> bool:
     """κ₂ ≤ tr(S) tr(S⁻¹) ≤ 1 / SCHUR_MIN_RCOND, for S symmetric positive definite."""
     return float(matrix.trace()) * float(inverse.trace()) * SCHUR_MIN_RCOND <= 1.0
-
-
-def validate_threshold(threshold: float) -> float:
-    """The singular value threshold ε must lie in (0, 1)."""
-    threshold = float(threshold)
-    if not (0.0 < threshold < 1.0):
-        raise InvalidValue(f'singular_value_threshold must be in (0, 1), got {threshold}')
-    return threshold

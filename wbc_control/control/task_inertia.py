@@ -34,11 +34,13 @@ The rule, in four steps:
    where only the inertia is ill-conditioned (a Jacobi-scaled Panda M⁻¹ reaches
    σ_min/σ_max = 0.006 with no singularity anywhere), and damping there would cost exact
    tracking for nothing. So the wide band ε_k = `KINEMATIC_BAND` · ε applies only to
-   directions that J itself is losing, measured without the inertia by
+   directions that the level's Jacobian Jp (what the higher levels, joint limits included,
+   leave free) is itself losing, measured without the inertia by
 
-       κᵢ = ‖Jᵀ fᵢ‖² / Σᵣ fᵢᵣ² ‖Jᵣ‖²,   fᵢ = D uᵢ (the direction in task coordinates),
+       κᵢ = ‖Jpᵀ fᵢ‖² / Σᵣ fᵢᵣ² ‖Jpᵣ‖²,   fᵢ = D uᵢ (the direction in task coordinates),
 
-   1 for a posture's rows, → 0 for the direction a stretched arm loses. The gain is then
+   1 for a posture's rows, → 0 for the direction a stretched arm loses or a joint at its
+   limit takes away. The gain is then
    multiplied by max((σ/ε_k)², (κᵢ/κ)²) capped at 1 (κ = `KINEMATIC_FACTOR`): the same law
    as above with band ε_k where κᵢ is small, no change where κᵢ ≥ κ; continuous in both.
 4. The null space handed to lower levels, N ← N − M⁻¹Jpᵀ Λ_N Jp, uses Λ_N with the same law
@@ -65,6 +67,12 @@ from typing import NamedTuple
 
 import eigenpy
 import numpy as np
+import pinocchio as pin
+
+from wbc_control.control.contacts import contact_jacobian
+from wbc_control.exceptions import WbcError
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
 
 NO_AUTHORITY = 1e-12
 STRUCTURALLY_NULL = 1e-9
@@ -109,7 +117,7 @@ def regularized_task_inertia(
         threshold: ε relative to the largest scaled eigenvalue, in (0, 1).
         mobility: μ, the diagonal of the unprojected J M⁻¹ Jᵀ, `(m,)`; None when Φ itself is
             unprojected (the first level), then μ = diag(Φ).
-        jacobian: the level's unprojected J, `(m, nv)`, for the kinematic measure κᵢ of
+        jacobian: the level's projected Jp, `(m, nv)`, for the kinematic measure κᵢ of
             step 3; None: no kinematic damping (only the band of Φ).
     """
     size = phi.shape[0]
@@ -242,6 +250,40 @@ def _every_row_has_authority(
     """
     floor = NO_AUTHORITY * largest_mobility
     return all(mu > floor and phi > NO_AUTHORITY * mu for phi, mu in zip(diagonal, mobility))
+
+
+def sampled_generic_ranks(
+    robot: RobotModel, levels: Sequence, contacts: Sequence, samples: int = 3
+):
+    """Each level's generic rank (`generic_level_ranks`), the largest over random states.
+
+    Args:
+        robot: the model.
+        levels: the controller's levels (`wbc_control.control.controller_types.Level`).
+        contacts: the rigid contacts every level sits below.
+        samples: how many random configurations to try.
+
+    Returns:
+        One rank per level; a level whose tasks cannot be evaluated counts all its rows.
+    """
+    model = robot.model
+    lower = np.clip(model.lowerPositionLimit, -3.0, 3.0)
+    upper = np.clip(model.upperPositionLimit, -3.0, 3.0)
+    state = RobotState(robot)
+    rng = np.random.default_rng(0)
+    cumulative = np.zeros(len(levels), dtype=int)
+    for _ in range(samples):
+        state.update(pin.randomConfiguration(model, lower, upper), rng.standard_normal(robot.nv))
+        try:
+            jacobians = [
+                level.stack([entry.task.compute(state) for entry in level.entries])[0]
+                for level in levels
+            ]
+        except WbcError:
+            return tuple(level.dim for level in levels)
+        constraint = contact_jacobian(state, contacts)[0] if contacts else None
+        cumulative = np.maximum(cumulative, generic_level_ranks(jacobians, constraint))
+    return tuple(np.diff(cumulative, prepend=0).tolist())
 
 
 def projected_terms(

@@ -1,0 +1,145 @@
+"""The joint-limit level (wbc_control.control.joint_limits) over simulated rollouts.
+
+The rollouts integrate q̈ = M⁻¹(τ − h) from Pinocchio's ABA with semi-implicit Euler at 2 ms:
+no simulator and no joint stops; only the controller keeps the joints inside their limits.
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from robots import robot
+
+from wbc_control.control.joint_limits import JointLimits
+from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.exceptions import InvalidValue
+from wbc_control.model.robot_state import RobotState
+from wbc_control.tasks import FramePoseTask, JointPostureTask
+
+READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
+HAND_TARGET = [0.307, 0.0, 0.59, 1.0, 0.0, 0.0, 0.0]  # config/panda_controller.yaml
+
+
+def shipped_controller(panda, hand_target=HAND_TARGET, joint_limits=True, effort_limits=None):
+    """The tasks of config/panda_controller.yaml (URDF effort limits unless given)."""
+    hand = FramePoseTask(panda, 'panda_hand', hand_target, kp=[100.0] * 3 + [60.0] * 3)
+    posture = JointPostureTask(panda, READY, kp=25.0, kd=10.0)
+    return PrioritizedController(
+        panda,
+        [TaskEntry('hand', hand, 0), TaskEntry('posture', posture, 1)],
+        effort_limits=effort_limits,
+        joint_limits=JointLimits(panda) if joint_limits else None,
+    )
+
+
+def rollout(ctrl, q0, seconds, dt=0.002, until_outside=False):
+    """Positions `(steps, nq)`, hand position errors `(steps,)`, joints at limit per step.
+
+    `until_outside`: stop at the first step that leaves the URDF limits.
+    """
+    model = ctrl.robot
+    lower, upper = model.position_limits
+    data = model.model.createData()
+    state = RobotState(model)
+    q, v = np.array(q0, dtype=float), np.zeros(model.nv)
+    positions, errors, limited = [], [], []
+    for _ in range(round(seconds / dt)):
+        state.update(q, v)
+        result = ctrl.compute(state, dt)
+        acceleration = pin.aba(model.model, data, q, v, result.torque)
+        v = v + dt * acceleration
+        q = pin.integrate(model.model, q, dt * v)
+        positions.append(q.copy())
+        errors.append(np.linalg.norm(result.tasks[0].error[:3]))
+        limited.append(result.joints_at_limit)
+        if until_outside and ((q < lower) | (q > upper)).any():
+            break
+    return np.array(positions), np.array(errors), limited
+
+
+@pytest.mark.parametrize('target', [[1.5, 0.0, 0.5], [-0.2, 1.2, 1.4], [0.0, 0.95, 0.4]])
+def test_a_target_outside_the_workspace_never_drives_a_joint_past_its_limit(target):
+    """Effort limits off, as in the singularity sweeps: the level's own guarantee."""
+    panda = robot('panda')
+    lower, upper = panda.position_limits
+    unlimited = np.full(panda.n_actuated, np.inf)
+    pose = [*target, 1.0, 0.0, 0.0, 0.0]
+    positions, _, limited = rollout(shipped_controller(panda, pose, True, unlimited), READY, 3.0)
+    assert (positions >= lower).all() and (positions <= upper).all()
+    assert any(limited), 'the target must actually pull joints into their limits'
+    # Without the level the same pull goes past a limit: the test can fail.
+    without = shipped_controller(panda, pose, False, unlimited)
+    positions = rollout(without, READY, 3.0, until_outside=True)[0]
+    assert ((positions < lower) | (positions > upper)).any()
+
+
+def fallen(seed: int, seconds: float = 3.0, dt: float = 0.002) -> np.ndarray:
+    """Where the arm comes to rest when the torque stops near the ready pose.
+
+    Zero torque, viscous joint friction, and the URDF limits as hard stops (the velocity into
+    a stop is lost), as a robot's mechanical stops would do.
+    """
+    panda = robot('panda')
+    lower, upper = panda.position_limits
+    data = panda.model.createData()
+    rng = np.random.default_rng(seed)
+    q = np.array(READY) + np.r_[rng.uniform(-0.2, 0.2, 7), 0.0, 0.0]
+    v = np.zeros(panda.nv)
+    for _ in range(round(seconds / dt)):
+        v = v + dt * pin.aba(panda.model, data, q, v, -2.0 * v)
+        q = q + dt * v
+        stopped = (q < lower) | (q > upper)
+        q, v[stopped] = np.clip(q, lower, upper), 0.0
+    return q
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_an_arm_fallen_against_its_limits_recovers(seed):
+    """URDF effort limits: the hand returns near its target with every joint inside.
+
+    Not under 1 cm in general: from these states the hand's orientation error (about 1 rad)
+    drives the wrist (joints 5 to 7) into its walls, where the pose task keeps a residual of
+    1 to 3 cm in position (a local minimum of the pose error within the joint limits).
+    """
+    panda = robot('panda')
+    lower, upper = panda.position_limits
+    q0 = fallen(seed)
+    assert ((q0 <= lower + 1e-9) | (q0 >= upper - 1e-9))[:7].sum() >= 2, 'not against limits'
+    positions, errors, _ = rollout(shipped_controller(panda), q0, seconds=5.0)
+    assert errors[0] > 0.3 and errors[-1] < 0.03, f'hand error {errors[-1]:.3f} m after 5 s'
+    tolerance = 0.015  # the arm starts at its stops; gravity may push it further first
+    assert (positions >= lower - tolerance).all() and (positions <= upper + tolerance).all()
+    assert (positions[-1] >= lower).all() and (positions[-1] <= upper).all()
+
+
+def test_a_joint_pulled_into_its_wall_is_held_and_reported():
+    panda = robot('panda')
+    limits = JointLimits(panda, margin=0.1, kp=100.0)
+    state = RobotState(panda)
+    q = np.array(READY)
+    q[3] = panda.position_limits[1][3] - 0.1  # joint 4 at its wall, at rest
+    state.update(q, np.zeros(panda.nv))
+    lower, upper = limits.bounds(state)
+    assert upper[3] == pytest.approx(0.0, abs=1e-12) and lower[3] < 0.0
+    beyond = np.array(READY)
+    beyond[3] = 0.5  # the posture pulls joint 4 further out
+    posture = JointPostureTask(panda, beyond, kp=25.0)
+    ctrl = PrioritizedController(panda, [TaskEntry('posture', posture)], joint_limits=limits)
+    result = ctrl.compute(state)
+    assert result.joints_at_limit == ('panda_joint4',)
+    assert result.acceleration[3] == pytest.approx(0.0, abs=1e-9)
+    # Away from every limit the level changes nothing.
+    state.update(np.array(READY) + np.r_[np.full(7, 0.05), 0.0, 0.0], np.zeros(panda.nv))
+    gentle = [TaskEntry('posture', JointPostureTask(panda, READY, kp=25.0))]
+    plain = PrioritizedController(panda, gentle).compute(state)
+    limited = PrioritizedController(panda, gentle, joint_limits=limits).compute(state)
+    assert limited.joints_at_limit == () and limited.task_scale == 1.0
+    np.testing.assert_allclose(limited.torque, plain.torque)
+
+
+@pytest.mark.parametrize(
+    ('margin', 'kp', 'deceleration'),
+    [(-0.1, 100.0, 1.0), (0.1, 0.0, 1.0), (np.nan, 1.0, 1.0), (0.1, 1.0, 0.0)],
+)
+def test_invalid_settings(margin, kp, deceleration):
+    with pytest.raises(InvalidValue):
+        JointLimits(robot('panda'), margin, kp, deceleration)

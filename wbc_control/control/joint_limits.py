@@ -1,0 +1,189 @@
+"""Joint position limits as the highest task level, by saturation in the null space.
+
+Method: SNS, saturation in the null space (Flacco, De Luca & Khatib 2012), with its task
+scaling. Each joint has acceleration bounds [aᵢ⁻, aᵢ⁺] (below). The prioritized recursion runs
+with the user tasks as they are (q̈₁) and with every user ẍ* = 0 (q̈₀, which keeps gravity,
+drift and the saturated joints); q̈(s) = q̈₀ + s (q̈₁ − q̈₀) is affine in the scale s of the
+user tasks. If q̈₁ is within the bounds nothing else happens. Otherwise the joint that limits
+s the most is saturated, i.e. fixed at the bound it reaches by a task level above all user
+tasks (rows eᵢᵀ), and the recursion runs again, the tasks now acting in what the saturated
+joints leave free; this repeats while s < 1, at most once per joint, and the saturated set
+with the largest s is used, scaled by s. Scaling keeps every task's direction when the bounds
+cannot give it all (the joints are never left to run at a bound while the task has no
+authority left), as Flacco et al. argue.
+
+The bounds keep each joint's velocity below a ceiling that falls to zero at a wall `margin`
+inside each URDF limit, and below the URDF velocity limit everywhere (the viability idea of
+Flacco, De Luca & Khatib 2012: never move faster than one can still stop before the limit):
+
+    v⁺(d) = min(ω d, √(2 A d), v_max)        d = distance to the upper wall (< 0 beyond it)
+    aᵢ⁺ = kd (v⁺(dᵢ) − q̇ᵢ),    and symmetrically aᵢ⁻ for the lower wall,
+
+with ω = kp / kd (so that near the wall it is the PD wall kp d − kd q̇, kd = 2 √kp) and A
+`deceleration`, what the joint can be asked to brake with. Beyond a wall (d < 0) the ceiling
+turns negative: the joint is pulled back inside at up to ω |d|.
+
+A joint that the tasks drive into its limit therefore settles at the wall without overshoot; one
+already beyond it (an arm that fell while the controller was down) is pulled back inside at
+the wall's rate, and the tasks carry on with the remaining joints.
+
+The same scaling keeps the command within the effort limits: τ(s) is affine in s as well, so
+the controller lowers s until it fits (`task_scale`) instead of letting the limiter clip joint
+by joint, which would distort every level, the joint-limit level included.
+
+Why SNS rather than the activation thresholds of Mansard, Khatib & Kheddar (2009): a joint
+enters the saturated set exactly when its unconstrained acceleration reaches its bound, so the
+command is continuous at activation without a buffer zone of partial priority. A partially
+active row in a strict hierarchy leaves the levels below a thin slice of that direction,
+which they invert with a large gain (the same effect the singular damping has to block); the
+continuous inverse that Mansard et al. introduce against it costs a sum over subsets of the
+active rows. SNS costs one more recursion per saturated joint, and nothing while no joint is
+near a limit.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from wbc_control.exceptions import InvalidValue
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.model.robot_state import RobotState
+
+#: Default distance (rad, or m for prismatic joints) of the wall inside each URDF limit.
+DEFAULT_JOINT_LIMIT_MARGIN = 0.05
+#: Default stiffness of the wall (1/s²); its damping is critical, kd = 2 √kp.
+DEFAULT_JOINT_LIMIT_GAIN = 400.0
+#: Default braking the approach to a wall may ask (rad/s², m/s² for prismatic joints).
+DEFAULT_JOINT_LIMIT_DECELERATION = 5.0
+#: A bound counts as crossed beyond this (rad/s²): rounding must not flip joints in and out.
+BOUND_TOLERANCE = 1e-9
+
+
+class JointLimitLevel(NamedTuple):
+    """The saturated joints of one tick: rows `(k, nv)` and their target accelerations `(k,)`."""
+
+    jacobian: np.ndarray
+    target: np.ndarray
+    active: np.ndarray  # (n_act,) bool
+
+
+class JointLimits:
+    """Acceleration bounds that keep the actuated joints inside their position limits.
+
+    Args:
+        robot: the model; joints without finite limits (continuous) are never bounded.
+        margin: how far inside each URDF limit the wall stands (rad or m); a joint whose range
+            is narrower than 4 margins gets a wall a quarter of its range inside each limit.
+        kp: the wall's stiffness (1/s²).
+        deceleration: A, the braking an approach may ask (rad/s² or m/s²).
+    """
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        margin: float = DEFAULT_JOINT_LIMIT_MARGIN,
+        kp: float = DEFAULT_JOINT_LIMIT_GAIN,
+        deceleration: float = DEFAULT_JOINT_LIMIT_DECELERATION,
+    ) -> None:
+        margin, kp, deceleration = float(margin), float(kp), float(deceleration)
+        if not (np.isfinite(margin) and margin >= 0.0):
+            raise InvalidValue(f'joint limit margin must be finite and >= 0, got {margin}')
+        for name, value in (('gain', kp), ('deceleration', deceleration)):
+            if not (np.isfinite(value) and value > 0.0):
+                raise InvalidValue(f'joint limit {name} must be finite and > 0, got {value}')
+        self.robot = robot
+        self.margin, self.kp, self.kd = margin, kp, 2.0 * np.sqrt(kp)
+        self.deceleration = deceleration
+        velocity = np.asarray(robot.model.velocityLimit, dtype=float)[robot.indices.v]
+        self.max_speed = np.where(np.isfinite(velocity) & (velocity > 0.0), velocity, np.inf)
+        lower, upper = robot.position_limits
+        inset = np.minimum(margin, 0.25 * (upper - lower))
+        self.lower_wall = lower + inset  # (n_act,) -inf for continuous joints
+        self.upper_wall = upper - inset
+        self.joint_names = tuple(robot.joint_names)
+        self._v = robot.indices.v
+        self._rows = np.zeros((robot.n_actuated, robot.nv))  # (n_act, nv) eᵢᵀ
+        self._rows[np.arange(robot.n_actuated), self._v] = 1.0
+
+    def bounds(self, state: RobotState) -> tuple[np.ndarray, np.ndarray]:
+        """(a⁻, a⁺), the acceleration bounds of every actuated joint, `(n_act,)` each."""
+        positions = self.robot.joint_positions(state.q)
+        velocities = state.v[self._v]
+        upper = self.kd * (self._ceiling(self.upper_wall - positions) - velocities)
+        lower = self.kd * (-self._ceiling(positions - self.lower_wall) - velocities)
+        np.minimum(lower, upper, out=lower)  # both walls at once only when a range is tiny
+        return lower, upper
+
+    def _ceiling(self, distance: np.ndarray) -> np.ndarray:
+        """v⁺(d) of the module docstring, `(n_act,)`; inf for joints without limits."""
+        ceiling = np.minimum((self.kp / self.kd) * distance, self.max_speed)
+        braking = np.sqrt(2.0 * self.deceleration * np.abs(distance))
+        return np.minimum(ceiling, np.where(distance > 0.0, braking, np.inf))
+
+    def plan(
+        self,
+        unforced: np.ndarray,
+        full: np.ndarray,
+        bounds: tuple[np.ndarray, np.ndarray],
+        level: JointLimitLevel | None,
+    ) -> tuple[float, JointLimitLevel | None]:
+        """One SNS step: the task scale this saturated set allows, and the next set to try.
+
+        With the joints of `level` saturated, q̈(s) = q̈₀ + s (q̈₁ − q̈₀) is affine in the scale
+        s of the user tasks' ẍ* (q̈₀: every ẍ* = 0, `unforced`; q̈₁: as they are, `full`).
+        Returns the largest s ∈ [0, 1] that keeps the free joints within their bounds, and
+        `level` with the joint that limits s added at the bound it reaches (None when s = 1
+        or every joint is saturated). Free joints that even q̈₀ drives out of bounds are
+        added at once, with s = 0.
+        """
+        lower, upper = bounds
+        free = np.ones(len(self.joint_names), dtype=bool) if level is None else ~level.active
+        base, change = unforced[self._v], full[self._v] - unforced[self._v]
+        outside = free & ((base > upper + BOUND_TOLERANCE) | (base < lower - BOUND_TOLERANCE))
+        if outside.any():
+            return 0.0, self._with(level, outside, np.clip(base, lower, upper))
+        with np.errstate(divide='ignore', invalid='ignore'):
+            room = np.where(change > 0.0, upper - base, lower - base) / change
+        room = np.where(free & (np.abs(change) > BOUND_TOLERANCE), room, np.inf)
+        critical = int(np.argmin(room))
+        scale = float(min(max(room[critical], 0.0), 1.0))
+        if scale >= 1.0 or not free.any():
+            return scale, None
+        chosen = np.zeros(len(self.joint_names), dtype=bool)
+        chosen[critical] = True
+        bound = upper if change[critical] > 0.0 else lower
+        return scale, self._with(level, chosen, bound)
+
+    def _with(
+        self, level: JointLimitLevel | None, added: np.ndarray, values: np.ndarray
+    ) -> JointLimitLevel:
+        """`level` with the joints `added` saturated at `values` `(n_act,)`."""
+        target = np.zeros(len(self.joint_names))
+        active = added.copy()
+        if level is not None:
+            target[level.active] = level.target
+            active |= level.active
+        target[added] = values[added]
+        return JointLimitLevel(self._rows[active], target[active], active)
+
+    def names(self, level: JointLimitLevel | None) -> tuple[str, ...]:
+        """Names of the saturated joints, in actuated order."""
+        if level is None:
+            return ()
+        return tuple(name for name, on in zip(self.joint_names, level.active) if on)
+
+
+def task_scale(unforced: np.ndarray, full: np.ndarray, limits: np.ndarray) -> float:
+    """The largest s ∈ [0, 1] with |τ₀ + s (τ₁ − τ₀)| ≤ limit on every joint τ₀ can respect.
+
+    Args:
+        unforced: τ₀, the torque with the user tasks' ẍ* = 0, `(n,)`.
+        full: τ₁, the torque with the tasks as they are, `(n,)`.
+        limits: the effort limits, `(n,)`.
+    """
+    change = full - unforced
+    feasible = np.abs(unforced) <= limits
+    with np.errstate(divide='ignore', invalid='ignore'):
+        room = np.where(change > 0.0, limits - unforced, -limits - unforced) / change
+    room = room[feasible & (change != 0.0)]
+    return float(np.clip(room.min(), 0.0, 1.0)) if room.size else 1.0
