@@ -28,7 +28,8 @@ README_MAX_LINES = 300
 NODES = ('wbc_controller', 'wbc_diagnostics', 'wbc_sim')
 #: Commands of installation pages that need a network, a ROS installation or root, so they are
 #: documented but not checked here. README.md may not use them: each of its commands is checked.
-UNCHECKED_PROGRAMS = ('git', 'mkdir', 'cd', 'rosdep', 'colcon', 'source', 'pip', '.', 'python3')
+UNCHECKED_PROGRAMS = ('git', 'mkdir', 'cd', 'rosdep', 'colcon', 'source', 'pip', '.')
+SHELL_KEYWORDS = ('for', 'do', 'done', 'while', 'if', 'then', 'fi')
 #: Pages whose ```python blocks are complete programs, run by the tests.
 RUNNABLE_EXAMPLES = [README, REPO / 'docs' / 'controller.md']
 
@@ -252,10 +253,22 @@ def check_ros2(args: list[str]) -> None:
 
 
 def check_python(args: list[str]) -> None:
-    """``python -m wbc_control.benchmark ...``, possibly under ``-m cProfile [options]``."""
+    """``python -m pytest PATHS``, ``python tools/SCRIPT``, ``python -m wbc_control.benchmark``.
+
+    The benchmark may run under ``-m cProfile [options]``; ``-m venv`` and ``-c`` are not
+    checked.
+    """
     module = 'wbc_control.benchmark'
-    assert module in args and args[args.index(module) - 1] == '-m', f'no check for {args}'
-    parse_with('wbc_control.benchmark.cli', args[args.index(module) + 1 :])
+    if module in args and args[args.index(module) - 1] == '-m':
+        parse_with('wbc_control.benchmark.cli', args[args.index(module) + 1 :])
+    elif args[:2] == ['-m', 'pytest']:
+        paths = [argument.split('::')[0] for argument in args[2:] if argument.startswith('test')]
+        for path in paths:
+            assert (REPO / path).exists(), f'no test path {path}'
+    elif args and args[0].endswith('.py'):
+        assert (REPO / args[0]).exists(), f'no script {args[0]}'
+    else:
+        assert args[:2] == ['-m', 'venv'] or args[:1] == ['-c'], f'no check for python {args}'
 
 
 CHECKS: dict[str, Callable[[list[str]], None]] = {
@@ -273,10 +286,13 @@ def check_command(line: str, page: Path) -> None:
     while words and re.match(r'\w+=', words[0]):
         words = words[1:]  # environment variables
     program, args = words[0], words[1:]
+    if re.fullmatch(r'(.*/)?python3?', program):
+        program = 'python'
     if program in CHECKS:
         CHECKS[program](args)
     else:
-        assert page != README and program in UNCHECKED_PROGRAMS, f'no check for `{line}`'
+        unchecked = UNCHECKED_PROGRAMS + SHELL_KEYWORDS
+        assert page != README and program in unchecked, f'no check for `{line}`'
 
 
 @pytest.mark.parametrize('page', [README, *DOC_PAGES], ids=page_id)
