@@ -56,6 +56,7 @@ TESTS = (
     'test/core/test_freitag_2015.py',
     'test/core/test_target_sets.py',
     'test/core/test_tasks.py',
+    'test/core/test_task_interface.py',
     'test/core/test_priority_properties.py',
     'test/core/test_prioritized_controller.py',
     'test/core/test_contacts.py',
@@ -74,6 +75,7 @@ TESTS_BY_MODULE = {
     ),
     'wbc_control/tasks/': (
         'test/core/test_tasks.py',
+        'test/core/test_task_interface.py',
         'test/core/test_target_sets.py',
         'test/core/test_freitag_2015.py',
         'test/core/test_priority_properties.py',

@@ -214,3 +214,12 @@ def test_bad_contact_descriptions():
             contacts=[Contact.create(talos, 'left_sole_link')],
             friction_coefficient=-1.0,
         )
+
+
+def test_an_along_contact_takes_a_finite_non_zero_axis_and_normalises_it():
+    talos = robot('talos')
+    contact = Contact.create(talos, 'left_sole_link', 'along', axis=[0.0, 0.0, 2.0])
+    np.testing.assert_allclose(contact.rows, [[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]])
+    for axis in ([0.0, 0.0, 0.0], [np.nan, 0.0, 1.0], [np.inf, 0.0, 1.0], [1.0, 0.0]):
+        with pytest.raises(InvalidValue):
+            Contact.create(talos, 'left_sole_link', 'along', axis=axis)

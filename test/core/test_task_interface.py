@@ -1,0 +1,76 @@
+"""Every task type keeps the Task interface's promises (the contract the config and node use).
+
+For each type: the number of gains and target values it declares for a robot is what an
+instance takes and gives; a target taken from the current state holds the task there (zero
+error); and the small validators behind targets (unit quaternions, target sets, posture
+messages) accept what they document and reject the rest.
+"""
+
+import numpy as np
+import pytest
+from robots import random_state, robot
+
+from wbc_control.exceptions import InvalidShape, InvalidValue
+from wbc_control.tasks import (
+    ComTask,
+    FrameOrientationTask,
+    FramePoseTask,
+    FramePositionTask,
+    JointPostureTask,
+)
+from wbc_control.tasks.frame_orientation import QUATERNION_NORM_TOLERANCE, unit_quaternion
+from wbc_control.tasks.frame_position import TargetSet, target_set
+from wbc_control.tasks.joint_posture import merge_posture_target
+
+
+def panda_tasks(panda):
+    return [
+        ComTask(panda, [0.0, 0.0, 0.4], kp=10.0),
+        FramePositionTask(panda, 'panda_hand', [0.4, 0.0, 0.5], kp=10.0),
+        FrameOrientationTask(panda, 'panda_hand', [1.0, 0.0, 0.0, 0.0], kp=10.0),
+        FramePoseTask(panda, 'panda_hand', [0.4, 0.0, 0.5, 1.0, 0.0, 0.0, 0.0], kp=10.0),
+        JointPostureTask(panda, np.zeros(panda.n_actuated), kp=10.0),
+    ]
+
+
+@pytest.mark.parametrize('index', range(5))
+def test_declared_sizes_are_what_an_instance_takes_and_gives(index):
+    panda = robot('panda')
+    state = random_state(panda, index)
+    task = panda_tasks(panda)[index]
+    assert type(task).gains_size_for(panda) == task.gains_size
+    task.set_gains(np.arange(1.0, task.gains_size + 1.0))  # the declared count is accepted
+    target = task.target_from_state(state)
+    assert target.shape == (type(task).target_size_for(panda),)
+    task.set_target(target)
+    np.testing.assert_allclose(task.compute(state).error, 0.0, atol=1e-9)
+
+
+def test_unit_quaternion_normalises_within_the_tolerance_and_rejects_beyond():
+    quaternion = np.array([0.1, -0.2, 0.3, 0.9])
+    for norm in (1.0 - 0.5 * QUATERNION_NORM_TOLERANCE, 1.0 + 0.5 * QUATERNION_NORM_TOLERANCE):
+        scaled = quaternion / np.linalg.norm(quaternion) * norm
+        unit = unit_quaternion(scaled)
+        assert np.linalg.norm(unit) == pytest.approx(1.0, abs=1e-15)
+        np.testing.assert_allclose(unit, scaled / norm, atol=1e-15)
+    with pytest.raises(InvalidValue):
+        unit_quaternion(quaternion / np.linalg.norm(quaternion) * 1.1)
+
+
+def test_an_unset_constraint_is_a_point_target():
+    assert target_set(None) is TargetSet.POINT
+    assert target_set('') is TargetSet.POINT
+    assert target_set('line') is TargetSet.LINE
+    with pytest.raises(Exception, match='constraint'):
+        target_set('circle')
+
+
+def test_posture_targets_from_messages_need_one_position_per_name():
+    panda = robot('panda')
+    current = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
+    names = list(panda.joint_names[:2])
+    merged = merge_posture_target(panda, current, names, [0.1, -0.2])
+    np.testing.assert_allclose(merged[:2], [0.1, -0.2])
+    np.testing.assert_allclose(merged[2:], current[2:])
+    with pytest.raises(InvalidShape):
+        merge_posture_target(panda, current, names, [0.1])
