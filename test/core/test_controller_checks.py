@@ -63,7 +63,7 @@ def test_tasks_check_levels():
     level = singular.result.levels[0]._replace(damped_directions=2)
     singular.result = singular.result._replace(levels=(level,))
     warn = tasks_check(singular)
-    assert warn.severity is Severity.WARN and '2 damped direction(s)' in warn.summary
+    assert warn.severity is Severity.WARN and '2 lost or damped direction(s)' in warn.summary
     singular.fail('compute_error', 'controller failed: M is not positive definite')
     assert tasks_check(singular) == (Severity.ERROR, singular.last_error, warn.values)
 

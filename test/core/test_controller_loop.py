@@ -85,3 +85,45 @@ def test_the_watchdog_fires_after_the_timeout_and_the_next_tick_resumes():
     assert loop.watchdog(1.11) and loop.stale
     assert loop.tick(READY, np.zeros(9), None, None, 1.2).resumed
     assert not loop.stale
+
+
+def ramped_loop(soft_start_time: float = 0.5, stale_command: str = 'gravity') -> ControllerLoop:
+    loop = posture_loop(stale_command=stale_command)
+    loop.soft_start.duration_s = soft_start_time
+    return loop
+
+
+def test_the_first_command_ramps_from_the_safe_command_to_the_task_torque():
+    positions, velocities = READY + 0.05, np.zeros(9)
+    task = computed_torque(positions, velocities, READY)
+    loop = ramped_loop()
+    first = loop.tick(positions, velocities, None, None, 1.0).torque
+    npt.assert_allclose(first, loop.state.gravity, atol=1e-9)  # the gravity safe command
+    half = loop.tick(positions, velocities, None, None, 1.25).torque
+    npt.assert_allclose(half, 0.5 * (loop.state.gravity + task), atol=1e-9)
+    npt.assert_allclose(loop.tick(positions, velocities, None, None, 1.5).torque, task, atol=1e-9)
+
+
+def test_a_stale_period_and_a_restart_ramp_again():
+    positions, velocities = READY + 0.05, np.zeros(9)
+    task = computed_torque(positions, velocities, READY)
+    loop = ramped_loop(stale_command='zero')
+    loop.tick(positions, velocities, None, None, 1.0)
+    npt.assert_allclose(loop.tick(positions, velocities, None, None, 1.6).torque, task, atol=1e-9)
+    assert loop.watchdog(1.8)
+    npt.assert_allclose(loop.tick(positions, velocities, None, None, 1.9).torque, 0.0, atol=1e-9)
+    npt.assert_allclose(loop.tick(positions, velocities, None, None, 2.4).torque, task, atol=1e-9)
+    loop.restart()
+    assert loop.stale and loop.watchdog(2.4) and loop.state_age(2.4) is None
+    outcome = loop.tick(positions, velocities, None, None, 0.5)  # the clock went back
+    assert outcome.resumed and not loop.stale
+    npt.assert_allclose(outcome.torque, 0.0, atol=1e-9)
+
+
+def test_the_watchdog_fires_on_wall_time_when_the_node_clock_stops_or_goes_back():
+    loop = posture_loop()
+    loop.tick(READY, np.zeros(9), None, None, 5.0, wall_s=100.0)
+    assert not loop.watchdog(5.0, 100.05)
+    assert loop.watchdog(5.0, 100.2)  # the simulated clock stopped, the wall clock did not
+    loop.tick(READY, np.zeros(9), None, None, 5.0, wall_s=100.3)
+    assert loop.watchdog(4.0, 100.31)  # the simulated clock went back

@@ -49,7 +49,8 @@ POSTURE = {
         'posture': {'type': 'joint_posture', 'kp': 25.0, 'kd': 10.0, 'target': READY.tolist()}
     },
 }
-COMMON = {'urdf_path': URDF, 'diagnostics_rate': 20.0}
+# No soft start: the tests compare the first commands with the core's torque.
+COMMON = {'urdf_path': URDF, 'diagnostics_rate': 20.0, 'soft_start_time': 0.0}
 ZERO = np.zeros(len(JOINTS))
 # A driver that adds gravity itself (e.g. Franka); the watchdog fires after 0.2 s.
 COMPENSATED = {
@@ -295,7 +296,17 @@ def nodes(probe):
             '/',
             'wbc_controller',
             COMMON,
-            ['--params-file', str(CONFIG), '-p', f'command_joints:=[{", ".join(JOINTS)}]'],
+            [
+                '--params-file',
+                str(CONFIG),
+                '-p',
+                f'command_joints:=[{", ".join(JOINTS)}]',
+                # exact torques: no soft start, no rate limit between test states
+                '-p',
+                'soft_start_time:=0.0',
+                '-p',
+                'torque_rate_limit:=0.0',
+            ],
         ),
         'stale': Controller(
             probe, '/stale', 'stale_controller', {**COMMON, **POSTURE, 'joint_state_timeout': 0.2}
@@ -353,6 +364,7 @@ def test_top_task_acceleration_is_achieved_exactly(example):
     positions, velocities = near_ready(3, spread=0.03, speed=0.05)
     command = example.torque_for(joint_state(JOINTS, positions, velocities))
     parameters = {**example_parameters(), **COMMON, 'command_joints': JOINTS}
+    parameters['torque_rate_limit'] = 0.0
     expected = core_result(parameters, positions, velocities)
     assert not expected.saturated.any()
     npt.assert_allclose(command, expected.torque, rtol=1e-9, atol=1e-9)
@@ -422,12 +434,13 @@ def test_bad_joint_states_never_reach_the_output(posture, reason, make):
 
 def test_old_stamps_are_dropped(posture):
     early, late = near_ready(5), near_ready(6)
-    posture.torque_for(joint_state(JOINTS, *late, stamp=(1000, 0)))
-    posture.publish(joint_state(JOINTS, *early, stamp=(999, 0)))
-    posture.publish(joint_state(JOINTS, *late, stamp=(1000, 0)))
+    now_s = time.time()  # stamps are judged against the node's clock (timeout 3 s)
+    posture.torque_for(joint_state(JOINTS, *late, stamp=stamp_of(now_s)))
+    posture.publish(joint_state(JOINTS, *early, stamp=stamp_of(now_s - 1.0)))
+    posture.publish(joint_state(JOINTS, *late, stamp=stamp_of(now_s)))
     assert posture.commands_within(0.5) == []
     expected = core_result({**COMMON, **POSTURE}, *early).torque
-    newer = joint_state(JOINTS, *early, stamp=(1001, 0))
+    newer = joint_state(JOINTS, *early, stamp=stamp_of(time.time()))
     npt.assert_allclose(posture.torque_for(newer), expected, rtol=1e-9, atol=1e-9)
     assert posture.process.alive()
 
@@ -526,6 +539,7 @@ def test_a_pose_target_changes_the_torque_and_a_wrong_frame_is_rejected(example,
     publisher.publish(pose('panda_link0', [0.32, 0.02, 0.58], [1.0, 0.0, 0.0, 0.0]))
     after = example.command_after(state, changed_from(before))
     parameters = {**example_parameters(), **COMMON, 'command_joints': JOINTS}
+    parameters['torque_rate_limit'] = 0.0
     parameters['tasks']['hand']['target'] = [0.32, 0.02, 0.58, 1.0, 0.0, 0.0, 0.0]
     npt.assert_allclose(after, core_result(parameters, positions, velocities).torque, atol=1e-9)
 
@@ -757,6 +771,8 @@ def solo_parameters(**overrides) -> dict:
         'contacts': FEET,
         'contact_types': ['point'] * 4,
         'odom_pairing': 'stamp',
+        'joint_state_timeout': 1.0,  # stamps are judged against the node's clock
+        'soft_start_time': 0.0,
         'task_names': ['base', 'posture'],
         'tasks': {
             'base': {
@@ -824,16 +840,18 @@ def solo_core_result(parameters: dict, msg: JointState) -> ControllerResult:
 def test_stamp_pairing_ticks_once_with_the_odometry_of_the_same_stamp(local):
     parameters = solo_parameters()
     node, published = local(parameters)
-    first = solo_joint_state(1.0, seed=1)
+    first_s = time.time()
+    first = solo_joint_state(first_s, seed=1)
     node._on_joint_state(first)
-    node._on_odom(odometry(0.5))
+    node._on_odom(odometry(first_s - 0.5))
     assert published == []  # neither stamp has both halves
-    node._on_odom(odometry(1.0))
+    node._on_odom(odometry(first_s))
     assert len(published) == 1
     result = solo_core_result(parameters, first)
     npt.assert_allclose(published[0], result.torque, rtol=1e-9, atol=1e-9)
-    node._on_odom(odometry(2.0))  # odometry first, then its joint state
-    node._on_joint_state(solo_joint_state(2.0, seed=2))
+    second_s = time.time()
+    node._on_odom(odometry(second_s))  # odometry first, then its joint state
+    node._on_joint_state(solo_joint_state(second_s, seed=2))
     assert len(published) == 2
     contacts = values(node_status(node, 'contacts'))
     assert float(contacts['FL_FOOT.normal_force_n']) > 0.0
@@ -843,14 +861,14 @@ def test_stamp_pairing_ticks_once_with_the_odometry_of_the_same_stamp(local):
 
 def test_latest_pairing_needs_fresh_odometry(local):
     node, published = local(solo_parameters(odom_pairing='latest', joint_state_timeout=0.05))
-    node._on_joint_state(solo_joint_state(1.0))
+    node._on_joint_state(solo_joint_state(time.time()))
     assert published == []  # no odometry yet
-    node._on_odom(odometry(0.2))
-    node._on_joint_state(solo_joint_state(1.1))
-    node._on_joint_state(solo_joint_state(1.2))
+    node._on_odom(odometry(time.time()))
+    node._on_joint_state(solo_joint_state(time.time()))
+    node._on_joint_state(solo_joint_state(time.time()))
     assert len(published) == 2
     time.sleep(0.1)
-    node._on_joint_state(solo_joint_state(1.3))
+    node._on_joint_state(solo_joint_state(time.time()))
     assert len(published) == 2  # odometry too old: the watchdog's safe command takes over
     node._on_watchdog()
     npt.assert_array_equal(published[-1], np.zeros(12))
@@ -861,10 +879,11 @@ def test_latest_pairing_needs_fresh_odometry(local):
 
 def test_bad_odometry_is_rejected_and_counted(local):
     node, published = local(solo_parameters())
-    node._on_joint_state(solo_joint_state(1.0))
-    node._on_odom(odometry(1.0, pose=[0.0, 0.0, 0.2, 0.0, 0.0, 0.0, 0.5]))
-    node._on_odom(odometry(1.0, pose=[np.nan, 0.0, 0.2, 0.0, 0.0, 0.0, 1.0]))
-    node._on_odom(odometry(1.0, frame='map'))
+    stamp_s = time.time()
+    node._on_joint_state(solo_joint_state(stamp_s))
+    node._on_odom(odometry(stamp_s, pose=[0.0, 0.0, 0.2, 0.0, 0.0, 0.0, 0.5]))
+    node._on_odom(odometry(stamp_s, pose=[np.nan, 0.0, 0.2, 0.0, 0.0, 0.0, 1.0]))
+    node._on_odom(odometry(stamp_s, frame='map'))
     assert published == []
     inputs = values(node_status(node, 'inputs'))
     assert inputs['rejected.odom.quaternion'] == inputs['rejected.odom.non_finite'] == '1'
@@ -873,14 +892,16 @@ def test_bad_odometry_is_rejected_and_counted(local):
 
 def test_contacts_warn_when_outside_the_friction_cone_or_pulling(local):
     node, _ = local(solo_parameters())
-    node._on_joint_state(solo_joint_state(1.0))
-    node._on_odom(odometry(1.0))
+    stamp_s = time.time()
+    node._on_joint_state(solo_joint_state(stamp_s))
+    node._on_odom(odometry(stamp_s))
     assert node_status(node, 'contacts').level == DiagnosticStatus.OK
     (changed,) = node.set_parameters([Parameter('friction_coefficient', value=1e-6)])
     assert changed.successful
     node._loop.statistics.start_period(time.monotonic())
-    node._on_joint_state(solo_joint_state(2.0))
-    node._on_odom(odometry(2.0))
+    stamp_s = time.time()
+    node._on_joint_state(solo_joint_state(stamp_s))
+    node._on_odom(odometry(stamp_s))
     status = node_status(node, 'contacts')
     assert status.level == DiagnosticStatus.WARN
     assert 'outside the friction cone' in status.message
@@ -888,8 +909,9 @@ def test_contacts_warn_when_outside_the_friction_cone_or_pulling(local):
     # A base target 1 m underground asks for more than free fall: the feet would have to pull.
     sink = [0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0]
     assert node.set_parameters([Parameter('tasks.base.target', value=sink)])[0].successful
-    node._on_joint_state(solo_joint_state(3.0))
-    node._on_odom(odometry(3.0))
+    stamp_s = time.time()
+    node._on_joint_state(solo_joint_state(stamp_s))
+    node._on_odom(odometry(stamp_s))
     status = node_status(node, 'contacts')
     assert 'pulling' in status.message
     assert 'True' in {v for k, v in values(status).items() if k.endswith('.pulling')}
@@ -897,8 +919,9 @@ def test_contacts_warn_when_outside_the_friction_cone_or_pulling(local):
 
 def test_the_gravity_safe_command_of_a_floating_base_is_balanced_by_the_contacts(local):
     node, published = local(solo_parameters(stale_command='gravity'))
-    node._on_joint_state(solo_joint_state(1.0))
-    node._on_odom(odometry(1.0))
+    stamp_s = time.time()
+    node._on_joint_state(solo_joint_state(stamp_s))
+    node._on_odom(odometry(stamp_s))
     node._on_watchdog()  # never stale here: nothing published
     assert len(published) == 1
     loop = node._loop

@@ -25,6 +25,7 @@ from wbc_control.config.tasks import (
 from wbc_control.control.prioritized_controller import PrioritizedController, validate_weight
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
+from wbc_control.tasks.task import check_max_error
 
 
 class TaskUpdate(NamedTuple):
@@ -94,7 +95,13 @@ def _task_update(robot: RobotModel, spec: TaskSpec, changes: Mapping[str, object
     if 'weight' in changes:
         with parameter_errors(f'{prefix}.weight'):
             weight = validate_weight(spec.name, scalar(changes['weight'], 'weight'))
-    new_spec = TaskSpec(spec.name, spec.type, spec.priority, kp, kd, target, weight, spec.options)
+    max_error = spec.max_error
+    if 'max_error' in changes:
+        with parameter_errors(f'{prefix}.max_error'):
+            max_error = check_max_error(changes['max_error'])
+    new_spec = TaskSpec(
+        spec.name, spec.type, spec.priority, kp, kd, target, weight, spec.options, max_error
+    )
     return TaskUpdate(new_spec, frozenset(changes))
 
 
@@ -108,6 +115,8 @@ def apply_task_update(controller: PrioritizedController, update: TaskUpdate) -> 
         task.assign_target(spec.target)
     if 'weight' in fields:
         controller.set_weight(spec.name, spec.weight)
+    if 'max_error' in fields:
+        task.set_max_error(spec.max_error)
 
 
 class LiveUpdate(NamedTuple):

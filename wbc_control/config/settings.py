@@ -64,6 +64,10 @@ class ControllerSettings:
             :data:`~wbc_control.inputs.odometry.ODOM_PAIRINGS`.
         base_frame: child_frame_id accepted (besides '') for odometry.
         robot_compensates_gravity: the driver adds g(q) itself: publish τ − g(q).
+        future_stamp_tolerance: how far ahead of the node's clock a stamp may be (s).
+        position_margin: how far beyond a URDF position limit a position is believed (rad, m).
+        velocity_factor: speeds above this multiple of the URDF velocity limit are rejected.
+        soft_start_time: ramp from the safe command to the task torque (s); 0 = none.
     """
 
     command_joints: tuple[str, ...]
@@ -79,6 +83,10 @@ class ControllerSettings:
     odom_pairing: str
     base_frame: str
     robot_compensates_gravity: bool = False
+    future_stamp_tolerance: float = 0.05
+    position_margin: float = 0.1
+    velocity_factor: float = 5.0
+    soft_start_time: float = 0.5
 
 
 def root_link(robot: RobotModel) -> str:
@@ -141,6 +149,15 @@ def parse_controller_settings(
         values['odom_pairing'],
         _frame_name(values['base_frame'], 'base_frame'),
         bool(values['robot_compensates_gravity']),
+        *(
+            scalar(values[name], name)
+            for name in (
+                'future_stamp_tolerance',
+                'position_margin',
+                'velocity_factor',
+                'soft_start_time',
+            )
+        ),
     )
     return update_settings(settings, {name: values[name] for name in LIVE_SETTINGS})
 

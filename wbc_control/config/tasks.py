@@ -9,7 +9,7 @@ what a type accepts comes from its class. Errors name the parameter at fault, e.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import re
 
 import numpy as np
@@ -24,10 +24,10 @@ from wbc_control.control.prioritized_controller import (
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.tasks.registry import TASK_TYPES
-from wbc_control.tasks.task import PDGains, Task
+from wbc_control.tasks.task import PDGains, Task, check_max_error
 
 #: Fields every task type takes besides `type` (a type adds its class's FIELDS).
-COMMON_FIELDS = ('priority', 'kp', 'kd', 'target', 'weight')
+COMMON_FIELDS = ('priority', 'kp', 'kd', 'target', 'weight', 'max_error')
 TASK_NAME_PATTERN = re.compile(r'[A-Za-z][A-Za-z0-9_]*')
 _SCHEMA = load_schema('wbc_controller')
 _TASK_SCHEMA = _SCHEMA.maps['tasks']
@@ -49,6 +49,7 @@ class TaskSpec:
             at the first joint state.
         weight: weight within the level.
         options: the type's own fields (e.g. frame), passed to its constructor by name.
+        max_error: the error K_p acts on is clipped to this norm (0: none).
     """
 
     name: str
@@ -59,6 +60,7 @@ class TaskSpec:
     target: np.ndarray | None
     weight: float = 1.0
     options: Mapping[str, object] = field(default_factory=dict)
+    max_error: float = 0.0
 
     @property
     def gains(self) -> PDGains:
@@ -142,7 +144,10 @@ def parse_task(robot: RobotModel, name: str, values: Mapping[str, object]) -> Ta
     if values.get('weight') is not None:
         with parameter_errors(f'{prefix}.weight'):
             weight = validate_weight(name, scalar(values['weight'], 'weight'))
-    return TaskSpec(name, cls.TYPE, priority, kp, kd, target, weight, options)
+    max_error = _schema_value(name, 'max_error', values.get('max_error'))
+    with parameter_errors(f'{prefix}.max_error'):
+        max_error = check_max_error(max_error)
+    return TaskSpec(name, cls.TYPE, priority, kp, kd, target, weight, options, max_error)
 
 
 def check_task_name(name: object) -> None:
@@ -233,4 +238,5 @@ def task_specs(controller: PrioritizedController) -> dict[str, TaskSpec]:
         specs[entry.name] = TaskSpec(
             entry.name, entry.task.TYPE, entry.priority, gains.kp, kd, None, weight
         )
+        specs[entry.name] = replace(specs[entry.name], max_error=gains.max_error)
     return specs

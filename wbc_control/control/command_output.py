@@ -33,12 +33,36 @@ class CommandOutput:
         self.compensates_gravity = compensates_gravity
 
     def task_command(
-        self, torque: np.ndarray, state: RobotState, dt: float | None
+        self,
+        torque: np.ndarray,
+        state: RobotState,
+        dt: float | None,
+        ramp: tuple[float, np.ndarray] | None = None,
     ) -> LimitedTorque:
-        """The command for a controller torque τ at `state`; `dt` (s) enables the rate limit."""
+        """The command for a controller torque τ at `state`; `dt` (s) enables the rate limit.
+
+        `ramp` (α, τ_safe) blends the command with the safe command during a soft start,
+        τ_safe + α (τ − τ_safe) in the torque actually sent, before the limits.
+        """
         if self.compensates_gravity:
             torque = torque - state.gravity[state.robot.indices.v]
+        if ramp is not None and ramp[0] < 1.0:
+            alpha, safe = ramp
+            torque = safe + alpha * (torque - safe)
         return self.limiter.apply(torque, dt)
+
+    def hold_command(
+        self, kind: str, state: RobotState | None, contacts: Sequence[Contact]
+    ) -> np.ndarray:
+        """The safe command 'zero' or 'gravity' as sent, before the limits; no side effect."""
+        torque = np.zeros(self.limiter.effort_limits.shape[0])
+        if kind == 'gravity' and state is not None:
+            hold = holding_torque(state, contacts)
+            if self.compensates_gravity:
+                hold = hold - state.gravity[state.robot.indices.v]
+            if np.isfinite(hold).all():
+                torque = hold
+        return torque
 
     def safe_command(
         self, kind: str, state: RobotState | None, contacts: Sequence[Contact]
@@ -48,12 +72,6 @@ class CommandOutput:
         Effort limited; the rate limit forgets the last task torque and continues from this
         command, so the task torque that follows ramps out of it.
         """
-        torque = np.zeros(self.limiter.effort_limits.shape[0])
-        if kind == 'gravity' and state is not None:
-            hold = holding_torque(state, contacts)
-            if self.compensates_gravity:
-                hold = hold - state.gravity[state.robot.indices.v]
-            if np.isfinite(hold).all():
-                torque = hold
+        torque = self.hold_command(kind, state, contacts)
         self.limiter.reset()
         return self.limiter.apply(torque, None).torque

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from wbc_control.control.prioritized_controller import PrioritizedController
 from wbc_control.control.tick_statistics import TickStatistics
 
 #: Base wrench (N, N m) the contact forces may leave unbalanced before the contacts WARN.
@@ -46,12 +47,26 @@ class InputState(NamedTuple):
     odom_pairing: str | None = None  # set for a floating base
 
 
-def tasks_check(statistics: TickStatistics) -> Check:
-    """Per-task errors and each level's conditioning; WARN near a singularity."""
+def clipping_tasks(controller: PrioritizedController, statistics: TickStatistics) -> list[str]:
+    """The tasks whose error at the last tick exceeded their `max_error` (clipped)."""
     result = statistics.result
-    values: dict[str, object] = {}
+    if result is None:
+        return []
+    return [
+        task.name for task in result.tasks if controller.task(task.name).gains.clips(task.error)
+    ]
+
+
+def tasks_check(statistics: TickStatistics, clipping: Sequence[str] = ()) -> Check:
+    """Per-task errors and each level's conditioning; WARN near a singularity or clipping.
+
+    A level with directions lost to a singularity (the exact singularity included: counted
+    against the level's generic rank) or damped is named with their number.
+    """
+    result = statistics.result
+    values: dict[str, object] = {'clipping_tasks': ','.join(clipping)}
     if result is not None:
-        values = {f'{task.name}.error_norm': task.error_norm for task in result.tasks}
+        values |= {f'{task.name}.error_norm': task.error_norm for task in result.tasks}
         for level in result.levels:
             prefix = f'level_{level.priority}'
             values[f'{prefix}.tasks'] = ','.join(level.task_names)
@@ -63,13 +78,15 @@ def tasks_check(statistics: TickStatistics) -> Check:
     if result is None:
         return Check(Severity.WARN, 'no torque computed yet (no joint state)', values)
     damped = [level for level in result.levels if level.damped_directions]
-    if damped:
-        summary = '; '.join(
-            f'level {level.priority} ({",".join(level.task_names)}) near singular: '
-            f'{level.damped_directions} damped direction(s)'
-            for level in damped
-        )
-        return Check(Severity.WARN, summary, values)
+    problems = [
+        f'level {level.priority} ({",".join(level.task_names)}) singular: '
+        f'{level.damped_directions} lost or damped direction(s)'
+        for level in damped
+    ]
+    if clipping:
+        problems.append(f'error clipped to max_error: {", ".join(clipping)}')
+    if problems:
+        return Check(Severity.WARN, '; '.join(problems), values)
     summary = f'{len(result.tasks)} task(s) on {len(result.levels)} level(s), well conditioned'
     return Check(Severity.OK, summary, values)
 

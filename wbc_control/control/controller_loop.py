@@ -4,20 +4,35 @@ What the controller node does on every state, without ROS: update the robot stat
 let tasks without a target hold the first state, run the prioritized controller (Khatib 1987;
 Sentis & Khatib 2005), turn its torque into the command (:mod:`command_output`) and fall back
 to the safe command when the torque is unusable; count it all in :class:`TickStatistics`.
-Times are seconds of the node's clock (simulated with `use_sim_time`).
+Times are seconds of the node's clock (simulated with `use_sim_time`); the watchdog also
+runs on the monotonic wall clock, so a stopped or rewound simulated clock still expires it.
+After start-up, a stale period or a restart (:meth:`ControllerLoop.restart`: the clock or the
+publisher's stamps jumped back) the command ramps from the safe command to the task torque over
+`soft_start_time` (:class:`~wbc_control.control.soft_start.SoftStart`).
 """
 
 from collections.abc import Sequence
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from wbc_control.control.command_output import CommandOutput
+from wbc_control.control.contacts import Contact
 from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.control.soft_start import SoftStart
 from wbc_control.control.tick_statistics import TickStatistics
+from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import WbcError
+from wbc_control.inputs.joint_states import JointStateDecoder
+from wbc_control.inputs.odometry import OdometryDecoder, StatePairing
+from wbc_control.inputs.timing import Watchdog
+from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
+
+if TYPE_CHECKING:
+    from wbc_control.config.settings import ControllerSettings
+    from wbc_control.control.prioritized_controller import TaskEntry
 
 
 class TickOutcome(NamedTuple):
@@ -37,6 +52,8 @@ class ControllerLoop:
         output: limits and offsets the command.
         stale_command: the safe command, 'zero' or 'gravity' (may change at runtime).
         timeout: seconds without a tick before the watchdog sends the safe command.
+        soft_start_time: ramp duration (s) from the safe command to the task torque; 0: none.
+        wall_timeout: the watchdog's wall-clock limit (s); default `timeout`.
     """
 
     def __init__(
@@ -45,10 +62,14 @@ class ControllerLoop:
         output: CommandOutput,
         stale_command: str,
         timeout: float,
+        soft_start_time: float = 0.0,
+        wall_timeout: float | None = None,
     ) -> None:
         robot = controller.robot
         self.controller, self.output = controller, output
         self.stale_command, self.timeout = stale_command, timeout
+        self._watchdog = Watchdog(timeout, wall_timeout)
+        self.soft_start = SoftStart(soft_start_time)
         self.state = RobotState(robot)
         self.statistics = TickStatistics(robot.n_actuated, time.monotonic())
         self.has_state = self.stale = False
@@ -64,10 +85,17 @@ class ControllerLoop:
         base_pose: Sequence[float] | None,
         base_twist: Sequence[float] | None,
         now_s: float,
+        wall_s: float | None = None,
     ) -> TickOutcome:
-        """One accepted state (joints in model order; base pose and twist for a floating base)."""
+        """One accepted state (joints in model order; base pose and twist for a floating base).
+
+        `wall_s` is the monotonic wall time (default: now).
+        """
         started = time.perf_counter()
         resumed, self.stale, self.last_state_s = self.stale, False, now_s
+        self._watchdog.feed(now_s, time.monotonic() if wall_s is None else wall_s)
+        if resumed:
+            self.soft_start.restart()
         robot, result, held, error = self.controller.robot, None, (), ''
         try:
             robot.configuration(positions, base_pose, out=self._q)
@@ -77,7 +105,7 @@ class ControllerLoop:
             held = tuple(self._hold_pending_targets())
             result = self.controller.compute(self.state, None)
             command = self.output.task_command(
-                result.torque, self.state, self._since_command(now_s)
+                result.torque, self.state, self._since_command(now_s), self._ramp(now_s)
             )
             if not np.isfinite(command.torque).all():
                 error, kind = 'non-finite torque computed: the safe command went out', 'non_finite'
@@ -98,6 +126,20 @@ class ControllerLoop:
             if entry.task.target_pending:
                 yield entry.name, entry.task.set_target_from_state(self.state)
 
+    def _ramp(self, now_s: float) -> tuple[float, np.ndarray] | None:
+        alpha = self.soft_start.fraction(now_s)
+        if alpha >= 1.0:
+            return None
+        contacts = self.controller.contacts
+        return alpha, self.output.hold_command(self.stale_command, self.state, contacts)
+
+    def restart(self) -> None:
+        """The clock or the stamps jumped back: stale until the next good state, then a ramp."""
+        self._watchdog.reset()
+        self.soft_start.restart()
+        self.last_state_s = None
+        self.stale = True
+
     def safe_torque(self) -> np.ndarray:
         """The safe command at the last state (zero before the first)."""
         state = self.state if self.has_state else None
@@ -108,11 +150,14 @@ class ControllerLoop:
         self.last_command_s = now_s
         self.statistics.command()
 
-    def watchdog(self, now_s: float) -> bool:
-        """True while the state is stale (no tick for `timeout` s): send the safe command."""
-        age = self.state_age(now_s)
-        fresh = age is not None and age <= self.timeout
-        self.stale = not fresh
+    def watchdog(self, now_s: float, wall_s: float | None = None) -> bool:
+        """True while the state is stale: send the safe command.
+
+        Stale: no tick for `timeout` s of node time or the wall timeout of wall time
+        (`wall_s`, monotonic, default now), a node clock behind the last tick, or a restart.
+        """
+        wall_s = time.monotonic() if wall_s is None else wall_s
+        self.stale = self._watchdog.expired(now_s, wall_s)
         return self.stale
 
     def state_age(self, now_s: float) -> float | None:
@@ -121,3 +166,46 @@ class ControllerLoop:
 
     def _since_command(self, now_s: float) -> float | None:
         return None if self.last_command_s is None else now_s - self.last_command_s
+
+
+def build_loop(
+    robot: RobotModel,
+    settings: 'ControllerSettings',
+    entries: Sequence['TaskEntry'],
+    contacts: Sequence[Contact],
+    wall_timeout: float,
+) -> ControllerLoop:
+    """The controller loop of validated settings (the command output limits what is sent)."""
+    controller = PrioritizedController(
+        robot,
+        list(entries),
+        settings.singular_value_threshold,
+        np.full(robot.n_actuated, np.inf),
+        None,
+        tuple(contacts),
+        settings.friction_coefficient,
+    )
+    limiter = TorqueLimiter(settings.effort_limits, settings.torque_rate_limits)
+    output = CommandOutput(limiter, settings.robot_compensates_gravity)
+    timeout = settings.joint_state_timeout
+    return ControllerLoop(
+        controller, output, settings.stale_command, timeout, settings.soft_start_time, wall_timeout
+    )
+
+
+class StateInputs(NamedTuple):
+    """The decoders of the state topics and their pairing rule."""
+
+    joints: JointStateDecoder
+    odometry: OdometryDecoder
+    pairing: StatePairing
+
+
+def build_inputs(robot: RobotModel, settings: 'ControllerSettings') -> StateInputs:
+    """Decoders with the time and plausibility rules of the settings."""
+    timeout, tolerance = settings.joint_state_timeout, settings.future_stamp_tolerance
+    joints = JointStateDecoder(
+        robot, timeout, tolerance, settings.position_margin, settings.velocity_factor
+    )
+    odometry = OdometryDecoder(settings.world_frame, settings.base_frame, timeout, tolerance)
+    return StateInputs(joints, odometry, StatePairing(settings.odom_pairing, timeout))

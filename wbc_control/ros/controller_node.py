@@ -4,8 +4,11 @@ Wiring only; the work is in :class:`~wbc_control.control.controller_loop.Control
 Each accepted `joint_states` sample (best effort, depth 1; paired with `odom` for a floating
 base) is one tick and one command on `effort_controller/commands` (reliable, depth 1, as
 ros2_control's forward_command_controller expects). `~/<task>/target` carries the message kind
-the task class reads (:mod:`wbc_control.ros.messages`), in `world_frame` (or ''). A watchdog
-sends the safe command while no tick ran for `joint_state_timeout` s of node time. Parameters
+the task class reads (:mod:`wbc_control.ros.messages`), in `world_frame` (or ''). Stamps are
+judged against the node's clock; a watchdog on the wall clock sends the safe command while no
+tick ran for `joint_state_timeout` s of node or wall time, and a jump of the node's clock or
+of the publisher's stamps backwards restarts the input rules, the watchdog and the soft start
+(:mod:`wbc_control.inputs.timing`). Parameters
 come from the schema (:mod:`wbc_control.ros.controller_parameters`); a live set is validated
 whole in the on-set callback and applied in the post-set callback.
 """
@@ -18,6 +21,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.clock import Clock, ClockType, JumpThreshold, TimeJump
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -29,16 +34,13 @@ from wbc_control.config import build_entries
 from wbc_control.config.live import LiveUpdate, apply_live_update, plan_live_update
 from wbc_control.config.schema import load_schema
 from wbc_control.control import controller_checks as checks
-from wbc_control.control.command_output import CommandOutput
-from wbc_control.control.controller_loop import ControllerLoop
-from wbc_control.control.prioritized_controller import PrioritizedController
-from wbc_control.control.torque_limits import TorqueLimiter
+from wbc_control.control.controller_loop import build_inputs, build_loop
 from wbc_control.exceptions import WbcError
-from wbc_control.inputs.joint_states import JointSample, JointStateDecoder, JointStateRejected
-from wbc_control.inputs.odometry import BaseSample, OdometryDecoder, OdometryRejected, StatePairing
+from wbc_control.inputs.joint_states import JointSample, JointStateRejected
+from wbc_control.inputs.odometry import BaseSample, OdometryRejected
+from wbc_control.ros import controller_status as status
 from wbc_control.ros import messages
 from wbc_control.ros.controller_parameters import declare_controller_parameters
-from wbc_control.ros.controller_status import diagnostic_array
 from wbc_control.ros.parameters import refuse_unknown
 from wbc_control.ros.runtime import load_robot_model, run_node
 
@@ -53,6 +55,9 @@ COMMAND_QOS = QoSProfile(
 STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 WATCHDOG_MAX_PERIOD_S = 0.05
+# Under use_sim_time a simulator slower than real time is no fault: the wall-clock watchdog
+# only catches a stopped clock, so its limit is at least this (s).
+SIM_WALL_TIMEOUT_S = 1.0
 LOG_THROTTLE_S = 1.0
 
 
@@ -65,23 +70,13 @@ class ControllerNode(Node):
         self._schema = load_schema(NODE_NAME)
         settings, contacts, specs = declare_controller_parameters(self, robot, self._schema)
         self._settings = settings
-        controller = PrioritizedController(
-            robot,
-            build_entries(robot, specs),
-            settings.singular_value_threshold,
-            np.full(robot.n_actuated, np.inf),  # the command output limits what is sent
-            None,
-            contacts,
-            settings.friction_coefficient,
+        timeout = settings.joint_state_timeout
+        sim_time = self.get_parameter('use_sim_time').value
+        wall_timeout = max(timeout, SIM_WALL_TIMEOUT_S) if sim_time else timeout
+        self._loop = build_loop(
+            robot, settings, build_entries(robot, specs), contacts, wall_timeout
         )
-        limiter = TorqueLimiter(settings.effort_limits, settings.torque_rate_limits)
-        output = CommandOutput(limiter, settings.robot_compensates_gravity)
-        self._loop = ControllerLoop(
-            controller, output, settings.stale_command, settings.joint_state_timeout
-        )
-        self._decoder = JointStateDecoder(robot)
-        self._odom_decoder = OdometryDecoder(settings.world_frame, settings.base_frame)
-        self._pairing = StatePairing(settings.odom_pairing, settings.joint_state_timeout)
+        self._decoder, self._odom_decoder, self._pairing = build_inputs(robot, settings)
         self._command = Float64MultiArray()
         self._planned: LiveUpdate | None = None
         self._create_interfaces()
@@ -100,25 +95,21 @@ class ControllerNode(Node):
             message = messages.TARGET_MESSAGES[entry.task.MESSAGE]
             self.create_subscription(message, f'~/{entry.name}/target', callback, TARGET_QOS)
         period = min(settings.joint_state_timeout / 2.0, WATCHDOG_MAX_PERIOD_S)
-        self.create_timer(period, self._on_watchdog)
+        # On the steady clock: a stopped simulated clock must not stop the watchdog.
+        self.create_timer(period, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        backwards = JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1))
+        self._jump_handle = self.get_clock().create_jump_callback(
+            backwards, post_callback=self._on_clock_jump
+        )
         if settings.diagnostics_rate > 0.0:
             self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
             self.create_timer(1.0 / settings.diagnostics_rate, self._on_diagnostics)
 
     def _startup_summary(self) -> str:
-        robot, settings, controller = self._robot, self._settings, self._loop.controller
-        summary = f'controlling {robot.name}: tasks '
-        summary += ', '.join(entry.name for entry in controller.entries)
-        contacts = [f'{c.frame} ({c.kind.value})' for c in controller.contacts]
-        summary += f'; contacts {", ".join(contacts)}' if contacts else ''
-        if robot.floating_base:
-            odom = self.resolve_topic_name(ODOM_TOPIC)
-            summary += f'; floating base, odom on {odom} paired by {settings.odom_pairing}'
-        summary += f'; commands for {len(settings.command_joints)} joints on '
-        summary += self.resolve_topic_name(COMMAND_TOPIC)
-        if settings.robot_compensates_gravity:
-            summary += ' (tau - g(q): the robot adds gravity itself)'
-        return summary
+        odom = self.resolve_topic_name(ODOM_TOPIC) if self._robot.floating_base else None
+        return status.startup_summary(
+            self._loop.controller, self._settings, self.resolve_topic_name(COMMAND_TOPIC), odom
+        )
 
     # Parameters ---------------------------------------------------------------------------
 
@@ -159,13 +150,16 @@ class ControllerNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         """Decode; tick now (fixed base) or when the pairing rule has both halves."""
-        stamp = messages.stamp_seconds(msg.header)
+        stamp, now = messages.stamp_seconds(msg.header), self.get_clock().now()
         try:
-            sample = self._decoder.decode(msg.name, msg.position, msg.velocity, stamp)
+            sample = self._decoder.decode(
+                msg.name, msg.position, msg.velocity, stamp, now.nanoseconds * 1e-9
+            )
         except JointStateRejected as rejection:
+            self._restart_if(rejection.restarted, JOINT_STATE_TOPIC)
             self._reject(f'joint_states.{rejection.reason}', f'joint_states rejected: {rejection}')
             return
-        now = self.get_clock().now()
+        self._restart_if(sample.restarted, JOINT_STATE_TOPIC)
         if not self._robot.floating_base:
             self._tick(sample, None, now)
             return
@@ -175,12 +169,16 @@ class ControllerNode(Node):
 
     def _on_odom(self, msg: Odometry) -> None:
         """Decode the base state; tick if it completes a pair (`odom_pairing: stamp`)."""
+        now = self.get_clock().now()
         try:
-            sample = self._odom_decoder.decode(*messages.odometry_arrays(msg))
+            sample = self._odom_decoder.decode(
+                *messages.odometry_arrays(msg), now.nanoseconds * 1e-9
+            )
         except OdometryRejected as rejection:
+            self._restart_if(rejection.restarted, ODOM_TOPIC)
             self._reject(f'odom.{rejection.reason}', f'odom rejected: {rejection}')
             return
-        now = self.get_clock().now()
+        self._restart_if(sample.restarted, ODOM_TOPIC)
         pair = self._pairing.add_base(sample, now.nanoseconds * 1e-9)
         if pair is not None:
             self._tick(pair.joints, pair.base, now)
@@ -200,6 +198,25 @@ class ControllerNode(Node):
             task.assign_target(target)
         except WbcError as error:
             self._reject('targets.value', f'~/{name}/target rejected: {error}')
+
+    def _restart_if(self, restarted: bool, topic: str) -> None:
+        """The clock or the stamps on `topic` jumped back: restart the watchdog and ramp."""
+        if restarted:
+            self._loop.restart()
+            self.get_logger().warning(
+                f'{self.resolve_topic_name(topic)}: stamps or clock jumped back (publisher or '
+                'simulator restart): time rules, watchdog and soft start restarted'
+            )
+
+    def _on_clock_jump(self, jump: TimeJump) -> None:
+        """The node's clock jumped backwards (or changed type): forget every time reference."""
+        self._decoder.reset()
+        self._odom_decoder.reset()
+        self._loop.restart()
+        self.get_logger().warning(
+            f'clock jumped by {jump.delta.nanoseconds * 1e-9:.3f} s: input time rules, '
+            'watchdog and soft start restarted'
+        )
 
     def _reject(self, key: str, message: str) -> None:
         self._loop.statistics.reject(key)
@@ -244,46 +261,23 @@ class ControllerNode(Node):
 
     def _waited(self, age: float | None, digits: int) -> str:
         """What the watchdog is waiting for, e.g. 'no valid joint state for 0.2 s on /js'."""
-        topics = self.resolve_topic_name(JOINT_STATE_TOPIC)
-        what = 'joint state'
-        if self._robot.floating_base:
-            topics += ' + ' + self.resolve_topic_name(ODOM_TOPIC)
-            what = 'joint state + odom pair'
-        waited = f'no {what} yet' if age is None else f'no valid {what} for {age:.{digits}f} s'
-        return f'{waited} on {topics}'
+        odom = self.resolve_topic_name(ODOM_TOPIC) if self._robot.floating_base else None
+        return status.waited(age, digits, self.resolve_topic_name(JOINT_STATE_TOPIC), odom)
 
     # Diagnostics --------------------------------------------------------------------------
 
     def _checks(self) -> dict[str, checks.Check]:
         """The controller's checks now ({name: check}, the contacts only with contacts)."""
-        loop, settings = self._loop, self._settings
-        statistics, now_s = loop.statistics, self.get_clock().now().nanoseconds * 1e-9
-        age = loop.state_age(now_s)
-        floating = self._robot.floating_base
-        inputs = checks.InputState(
-            loop.stale,
-            age,
-            statistics.rate_hz(time.monotonic()),
-            self._waited(age, 2),
-            settings.stale_command,
-            self._pairing.base_age(now_s) if floating else None,
-            settings.odom_pairing if floating else None,
+        now_s = self.get_clock().now().nanoseconds * 1e-9
+        age = self._loop.state_age(now_s)
+        base_age = self._pairing.base_age(now_s) if self._robot.floating_base else None
+        return status.controller_checks(
+            self._loop, self._settings, self._waited(age, 2), age, base_age
         )
-        found = {
-            'tasks': checks.tasks_check(statistics),
-            'inputs': checks.inputs_check(statistics, inputs),
-            'torques': checks.torques_check(
-                statistics, self._robot.joint_names, settings.stale_command
-            ),
-        }
-        if loop.controller.contacts:
-            friction = loop.controller.friction_coefficient
-            found['contacts'] = checks.contacts_check(statistics, friction)
-        return found
 
     def _on_diagnostics(self) -> None:
         stamp = self.get_clock().now().to_msg()
-        message = diagnostic_array(stamp, self.get_name(), self._robot.name, self._checks())
+        message = status.diagnostic_array(stamp, self.get_name(), self._robot.name, self._checks())
         self._diagnostics.publish(message)
         self._loop.statistics.start_period(time.monotonic())
 

@@ -1,17 +1,23 @@
 """The controller's /diagnostics message: formats the checks of :mod:`controller_checks`.
 
 Nothing is decided here: levels and summaries come from
-:mod:`wbc_control.control.controller_checks`; this module turns them into
-diagnostic_msgs/DiagnosticStatus named "<node>: <check>" with the robot as hardware id.
+:mod:`wbc_control.control.controller_checks`; this module gathers their inputs from the
+controller loop and turns them into diagnostic_msgs/DiagnosticStatus named "<node>: <check>"
+with the robot as hardware id. It also words the node's start-up line.
 """
 
 from collections.abc import Mapping
+import time
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
 
+from wbc_control.config import ControllerSettings
+from wbc_control.control import controller_checks as checks
 from wbc_control.control.controller_checks import Check, Severity
+from wbc_control.control.controller_loop import ControllerLoop
+from wbc_control.control.prioritized_controller import PrioritizedController
 
 _LEVELS = {
     Severity.OK: DiagnosticStatus.OK,
@@ -50,3 +56,65 @@ def format_value(value: object) -> str:
     if isinstance(value, float | np.floating):
         return f'{value:.6g}'
     return str(value)
+
+
+def controller_checks(
+    loop: ControllerLoop,
+    settings: ControllerSettings,
+    waited: str,
+    state_age: float | None,
+    base_age: float | None,
+) -> dict[str, Check]:
+    """Every check of the controller now; `base_age` is None on a fixed base."""
+    statistics, robot = loop.statistics, loop.controller.robot
+    floating = robot.floating_base
+    inputs = checks.InputState(
+        loop.stale,
+        state_age,
+        statistics.rate_hz(time.monotonic()),
+        waited,
+        settings.stale_command,
+        base_age,
+        settings.odom_pairing if floating else None,
+    )
+    clipping = checks.clipping_tasks(loop.controller, statistics)
+    found = {
+        'tasks': checks.tasks_check(statistics, clipping),
+        'inputs': checks.inputs_check(statistics, inputs),
+        'torques': checks.torques_check(statistics, robot.joint_names, settings.stale_command),
+    }
+    if loop.controller.contacts:
+        found['contacts'] = checks.contacts_check(statistics, loop.controller.friction_coefficient)
+    return found
+
+
+def waited(age: float | None, digits: int, joint_topic: str, odom_topic: str | None) -> str:
+    """What the watchdog waits for, e.g. 'no valid joint state for 0.2 s on /joint_states'."""
+    topics, what = joint_topic, 'joint state'
+    if odom_topic is not None:
+        topics += ' + ' + odom_topic
+        what = 'joint state + odom pair'
+    waiting = f'no {what} yet' if age is None else f'no valid {what} for {age:.{digits}f} s'
+    return f'{waiting} on {topics}'
+
+
+def startup_summary(
+    controller: PrioritizedController,
+    settings: ControllerSettings,
+    command_topic: str,
+    odom_topic: str | None,
+) -> str:
+    """The node's start-up line: robot, tasks, contacts, inputs and the command."""
+    robot = controller.robot
+    summary = f'controlling {robot.name}: tasks '
+    summary += ', '.join(entry.name for entry in controller.entries)
+    contacts = [f'{c.frame} ({c.kind.value})' for c in controller.contacts]
+    summary += f'; contacts {", ".join(contacts)}' if contacts else ''
+    if odom_topic is not None:
+        summary += f'; floating base, odom on {odom_topic} paired by {settings.odom_pairing}'
+    summary += f'; commands for {len(settings.command_joints)} joints on {command_topic}'
+    if settings.robot_compensates_gravity:
+        summary += ' (tau - g(q): the robot adds gravity itself)'
+    if settings.soft_start_time > 0.0:
+        summary += f'; soft start over {settings.soft_start_time:g} s'
+    return summary

@@ -51,7 +51,7 @@ class FramePoseTask(Task):
         kp: npt.ArrayLike,
         kd: npt.ArrayLike | None = None,
     ) -> None:
-        super().__init__(6, PDGains.create(kp, kd, 6))
+        super().__init__(6, PDGains.create(kp, kd, 6, groups=(3, 3)))
         self.frame = frame
         self.frame_id = robot.frame_id(frame)
         self.set_target(target)

@@ -93,7 +93,7 @@ class JointPostureTask(Task):
         kd: npt.ArrayLike | None = None,
     ) -> None:
         size = robot.n_actuated
-        super().__init__(size, PDGains.create(kp, kd, size))
+        super().__init__(size, PDGains.create(kp, kd, size, groups=(1,) * size))
         self.robot = robot
         self._v_index = as_slice(robot.indices.v)
         self._jacobian = np.zeros((size, robot.nv))

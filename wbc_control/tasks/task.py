@@ -6,6 +6,12 @@ drift J̇v, error e and desired task acceleration, the PD law of operational-spa
 
     ẍ* = ẍ_ref + K_d (ẋ_ref − J v) + K_p e
 
+A far target is not a reason for a large torque: with a maximum error `max_error` (0: none) the
+error that enters K_p e is clipped in its direction, e ← e · min(1, e_max / ‖e‖), per group of
+rows of one unit (position in m, orientation in rad, each posture joint in rad or m), as
+crisp_controllers' `error_clip` does; the reported error stays the true one. The hand then
+moves towards a far target at the speed and torque of an e_max error.
+
 Priority and weight are not part of a task; they belong to the controller's task list.
 Gains and references are replaced as whole immutable objects, so a reader never sees half of
 an update.
@@ -18,7 +24,7 @@ take the target from the current state, which message kind streams it), so that
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
 
 import numpy as np
@@ -70,9 +76,18 @@ class PDGains:
     kp: np.ndarray
     kd: np.ndarray
     critically_damped: bool = False  # kd was not given: kd = 2 √kp, also after a new kp
+    max_error: float = 0.0  # clip ‖e‖ of each group to this (0: no clipping)
+    groups: tuple[int, ...] = ()  # sizes of the error's groups of one unit (): one group
 
     @classmethod
-    def create(cls, kp: npt.ArrayLike, kd: npt.ArrayLike | None, size: int) -> 'PDGains':
+    def create(
+        cls,
+        kp: npt.ArrayLike,
+        kd: npt.ArrayLike | None,
+        size: int,
+        max_error: float = 0.0,
+        groups: tuple[int, ...] = (),
+    ) -> 'PDGains':
         """Validate gains; `kd=None` gives critical damping kd = 2 √kp.
 
         Raises:
@@ -87,13 +102,55 @@ class PDGains:
                 raise InvalidValue(f'{name} must be non-negative, got {vector.tolist()}')
         kp_vector.flags.writeable = False
         kd_vector.flags.writeable = False
-        return cls(kp_vector, kd_vector, kd is None)
+        return cls(kp_vector, kd_vector, kd is None, check_max_error(max_error), groups)
+
+    def with_max_error(self, max_error: float) -> 'PDGains':
+        """The same gains with another maximum error (0: none)."""
+        return replace(self, max_error=check_max_error(max_error))
+
+    def clipped(self, error: np.ndarray) -> np.ndarray:
+        """The error scaled per group so that no group's norm exceeds `max_error`."""
+        if self.max_error <= 0.0:
+            return error
+        clipped = np.array(error, dtype=float)
+        for rows in self._group_slices(error.shape[0]):
+            norm = np.linalg.norm(clipped[rows])
+            if norm > self.max_error:
+                clipped[rows] *= self.max_error / norm
+        return clipped
+
+    def clips(self, error: np.ndarray) -> bool:
+        """Whether :meth:`clipped` changes `error`."""
+        if self.max_error <= 0.0:
+            return False
+        slices = self._group_slices(error.shape[0])
+        return any(np.linalg.norm(error[rows]) > self.max_error for rows in slices)
+
+    def _group_slices(self, size: int) -> list[slice]:
+        groups = self.groups if sum(self.groups) == size else (size,)
+        ends = np.cumsum(groups)
+        return [slice(int(end - n), int(end)) for n, end in zip(groups, ends)]
 
     def acceleration(
         self, feed_forward: np.ndarray, velocity_error: np.ndarray, error: np.ndarray
     ) -> np.ndarray:
-        """ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ) + K_p e, the desired task acceleration of every task."""
-        return feed_forward + self.kd * velocity_error + self.kp * error
+        """ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ) + K_p clip(e), the desired acceleration of every task."""
+        return feed_forward + self.kd * velocity_error + self.kp * self.clipped(error)
+
+
+def check_max_error(value: object) -> float:
+    """A maximum error: a finite number >= 0 (0: no clipping).
+
+    Raises:
+        InvalidValue: negative, non-finite or not a number.
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as error:
+        raise InvalidValue(f'max_error must be a number, got {value!r}') from error
+    if not (np.isfinite(number) and number >= 0.0):
+        raise InvalidValue(f'max_error must be finite and >= 0 (0: none), got {value!r}')
+    return number
 
 
 class TaskSpecLike(Protocol):
@@ -103,6 +160,7 @@ class TaskSpecLike(Protocol):
     kd: np.ndarray | None
     target: np.ndarray | None
     options: Mapping[str, object]
+    max_error: float
 
 
 class Task(ABC):
@@ -132,8 +190,13 @@ class Task(ABC):
         return self._gains
 
     def set_gains(self, kp: npt.ArrayLike, kd: npt.ArrayLike | None = None) -> None:
-        """Replace both gains at once; on error the old gains stay."""
-        self._gains = PDGains.create(kp, kd, self.gains_size)
+        """Replace both gains at once (the maximum error stays); on error the old gains stay."""
+        old = self._gains
+        self._gains = PDGains.create(kp, kd, self.gains_size, old.max_error, old.groups)
+
+    def set_max_error(self, max_error: float) -> None:
+        """Clip the error to `max_error` (0: no clipping); see the module docstring."""
+        self._gains = self._gains.with_max_error(max_error)
 
     @property
     def gains_size(self) -> int:
@@ -201,6 +264,7 @@ class Task(ABC):
         target = cls.placeholder_target(robot) if spec.target is None else spec.target
         task = cls(robot, target=target, kp=spec.kp, kd=spec.kd, **spec.options)
         task.target_pending = spec.target is None
+        task.set_max_error(getattr(spec, 'max_error', 0.0))
         return task
 
     # Targets at runtime ------------------------------------------------------------------

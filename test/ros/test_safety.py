@@ -1,0 +1,211 @@
+"""Safety of the real `wbc_controller` over DDS: time faults, implausible states, far targets.
+
+Also the soft start, and a simulated clock that stops or jumps back.
+
+Two processes, started together: the shipped Panda configuration (soft start, torque rate limit,
+hand error clipping as shipped) on real time, and a posture controller on simulated time whose
+/clock the test publishes.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
+import numpy as np
+import pytest
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from robots import robot
+from ros_support import NodeProcess, RosProbe
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from wbc_control.model.example_robots import example_robot_urdf
+
+CONFIG = Path(__file__).resolve().parents[2] / 'config' / 'panda_controller.yaml'
+URDF = str(example_robot_urdf('panda')[0])
+READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
+JOINTS = list(robot('panda').joint_names)
+EFFORT = np.array([87.0] * 4 + [12.0] * 3)
+POSTURE = {
+    'task_names': ['posture'],
+    'tasks': {'posture': {'type': 'joint_posture', 'kp': 25.0, 'target': READY.tolist()}},
+}
+
+
+def joint_state(stamp_s: float = 0.0, positions=READY + 0.05, velocities=None) -> JointState:
+    msg = JointState()
+    msg.header.stamp.sec = int(stamp_s)
+    msg.header.stamp.nanosec = round((stamp_s % 1.0) * 1e9)
+    msg.name = JOINTS
+    msg.position = [float(x) for x in positions]
+    msg.velocity = [float(x) for x in (np.zeros(9) if velocities is None else velocities)]
+    return msg
+
+
+class Controller:
+    """A wbc_controller process in a namespace and the probe's endpoints for it."""
+
+    def __init__(self, probe: RosProbe, namespace: str, parameters: dict, args: list[str]):
+        self.probe, self.name = probe, f'{namespace}/wbc_controller'
+        ros_args = ['-r', f'__ns:={namespace}', *args]
+        self.process = NodeProcess('wbc_controller', parameters, self.name, ros_args).__enter__()
+        self.commands: list[tuple[float, np.ndarray]] = []
+        probe.node.create_subscription(
+            Float64MultiArray,
+            f'{namespace}/effort_controller/commands',
+            lambda msg: self.commands.append((time.monotonic(), np.array(msg.data))),
+            100,
+        )
+        self.states = probe.publisher(JointState, f'{namespace}/joint_states')
+        self.statuses: dict[str, dict[str, str]] = {}
+        probe.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_status, 50)
+
+    def _on_status(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            node, _, check = status.name.partition(': ')
+            if node == 'wbc_controller' and status.hardware_id == 'panda':
+                values = {item.key: item.value for item in status.values}
+                values['message'] = status.message
+                self.statuses[check] = values
+
+    def wait_ready(self) -> 'Controller':
+        """Block until the node subscribes and publishes."""
+        ready = self.probe.spin_until(
+            lambda: self.states.get_subscription_count() > 0 and self.commands, timeout=120.0
+        )
+        assert ready, f'{self.name} did not come up:\n{self.process.output()}'
+        return self
+
+    def answer(
+        self, make: Callable[[], JointState], accept: Callable[[np.ndarray], bool], timeout=10.0
+    ) -> tuple[float, np.ndarray]:
+        """Publish `make()` every 50 ms until an accepted command arrives: (wall time, it)."""
+        self.commands.clear()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.states.publish(make())
+            if self.probe.spin_until(lambda: any(accept(c) for _, c in self.commands), 0.05):
+                return next((t, c) for t, c in self.commands if accept(c))
+        raise AssertionError(f'no accepted command in {timeout} s:\n{self.process.output()}')
+
+
+def task_torque(command: np.ndarray) -> bool:
+    return np.abs(command).max() > 1e-6
+
+
+@pytest.fixture(scope='module')
+def probe():
+    probe = RosProbe('safety_test')
+    yield probe
+    probe.close()
+
+
+@pytest.fixture(scope='module')
+def controllers(probe):
+    started = {
+        'panda': Controller(
+            probe, '/shipped', {'urdf_path': URDF}, ['--params-file', str(CONFIG)]
+        ),
+        'sim': Controller(
+            probe,
+            '/simtime',
+            {
+                'urdf_path': URDF,
+                'use_sim_time': True,
+                'soft_start_time': 0.0,
+                'joint_state_timeout': 0.1,
+                **POSTURE,
+            },
+            [],
+        ),
+    }
+    yield started
+    for controller in started.values():
+        controller.process.stop()
+
+
+def test_soft_start_then_a_future_stamp_and_implausible_states_lock_nothing_out(controllers):
+    panda = controllers['panda'].wait_ready()
+    # Soft start: from the first state on, the command rises from the zero safe command.
+    panda.commands.clear()
+    started = time.monotonic()
+    while time.monotonic() - started < 1.5:
+        panda.states.publish(joint_state())
+        panda.probe.spin_for(0.02)
+    ramp = [(t - started, np.abs(c).max()) for t, c in panda.commands]
+    early = max(m for t, m in ramp if t < 0.1)
+    late = max(m for t, m in ramp if t > 1.0)
+    assert early < 0.5 * late, ramp
+
+    # One state a day in the future is rejected and does not lock control out.
+    panda.states.publish(joint_state(time.time() + 86400.0))
+    panda.probe.spin_until(lambda: 'future' in str(panda.statuses.get('inputs', {})), 10.0)
+    assert int(panda.statuses['inputs'].get('rejected.joint_states.future', 0)) >= 1
+    panda.answer(lambda: joint_state(time.time()), task_torque)
+
+    # 1e150 rad/s and q1 = 50 rad (limit 2.9) never reach the output, and are counted.
+    fast = joint_state(velocities=np.full(9, 1e150))
+    far = joint_state(positions=np.r_[50.0, READY[1:]])
+    for msg, reason in ((fast, 'velocity_limit'), (far, 'position_limit')):
+        key = f'rejected.joint_states.{reason}'
+
+        def counted(key=key) -> bool:
+            return key in panda.statuses.get('inputs', {})
+
+        deadline = time.monotonic() + 10.0
+        while not counted() and time.monotonic() < deadline:
+            panda.states.publish(msg)  # the node keeps only the newest state: one at a time
+            panda.probe.spin_until(counted, 0.6)
+        assert counted(), panda.statuses.get('inputs')
+    assert all(np.abs(c).max() < 1e3 for _, c in panda.commands)
+    assert panda.process.alive()
+
+
+def test_a_target_10_m_away_is_clipped_not_saturated(controllers, probe):
+    panda = controllers['panda'].wait_ready()
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+    target = probe.publisher(PoseStamped, '/shipped/wbc_controller/hand/target', qos)
+    assert probe.spin_until(lambda: target.get_subscription_count() > 0, 30.0)
+    msg = PoseStamped()
+    msg.pose.position.x, msg.pose.position.z = 10.3, 0.59
+    msg.pose.orientation.x, msg.pose.orientation.w = 1.0, 0.0
+    target.publish(msg)
+    probe.spin_for(0.3)
+    panda.answer(joint_state, task_torque)
+    panda.probe.spin_for(1.0)  # past the soft start
+    command = panda.answer(joint_state, task_torque)[1]
+    assert (np.abs(command) < 0.9 * EFFORT).all(), command
+    assert probe.spin_until(
+        lambda: panda.statuses.get('tasks', {}).get('clipping_tasks') == 'hand', 10.0
+    ), panda.statuses.get('tasks')
+    assert panda.statuses['torques']['saturated_joints'] == ''
+
+
+def test_sim_clock_that_stops_or_jumps_back_still_gets_safe_commands_and_resumes(controllers):
+    sim = controllers['sim'].wait_ready()
+    clock = sim.probe.publisher(Clock, '/clock')
+
+    def at(seconds: float) -> None:
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = int(seconds), round((seconds % 1.0) * 1e9)
+        clock.publish(msg)
+        sim.probe.spin_for(0.05)
+
+    at(100.0)
+    sim.answer(lambda: joint_state(100.0), task_torque)
+    # The clock stops and the states stop: the wall-clock watchdog sends the zero command.
+    sim.commands.clear()
+    assert sim.probe.spin_until(lambda: any(not task_torque(c) for _, c in sim.commands), 5.0), (
+        sim.process.output()
+    )
+    # The simulator restarts: its clock and its stamps start again near zero.
+    at(0.5)
+    sim.commands.clear()
+    assert sim.probe.spin_until(lambda: any(not task_torque(c) for _, c in sim.commands), 5.0)
+    started = time.monotonic()
+    resumed_at, _ = sim.answer(lambda: joint_state(0.5), task_torque)
+    assert resumed_at - started < 2.0
+    assert 'jumped' in sim.process.output()
