@@ -21,6 +21,7 @@ from wbc_control.tasks import (
 from wbc_control.tasks.frame_orientation import QUATERNION_NORM_TOLERANCE, unit_quaternion
 from wbc_control.tasks.frame_position import TargetSet, target_set
 from wbc_control.tasks.joint_posture import merge_posture_target
+from wbc_control.tasks.task import as_slice
 
 
 def panda_tasks(panda):
@@ -74,3 +75,36 @@ def test_posture_targets_from_messages_need_one_position_per_name():
     np.testing.assert_allclose(merged[2:], current[2:])
     with pytest.raises(InvalidShape):
         merge_posture_target(panda, current, names, [0.1])
+
+
+TASK_TYPES = [ComTask, FramePositionTask, FrameOrientationTask, FramePoseTask, JointPostureTask]
+
+
+@pytest.mark.parametrize('task_type', TASK_TYPES, ids=lambda t: t.__name__)
+def test_placeholder_targets_have_the_declared_size_and_rotations_are_unit(task_type):
+    """A task built before its first state holds a stand-in of the declared shape.
+
+    A rotation stand-in is a valid (unit) quaternion: the identity.
+    """
+    panda = robot('panda')
+    placeholder = task_type.placeholder_target(panda)
+    assert placeholder.shape == (task_type.target_size_for(panda),)
+    if task_type in (FrameOrientationTask, FramePoseTask):
+        np.testing.assert_array_equal(placeholder[-4:], [0.0, 0.0, 0.0, 1.0])
+        np.testing.assert_array_equal(task_type.parse_target(panda, placeholder), placeholder)
+
+
+def test_as_slice_only_for_contiguous_ascending_indices():
+    assert as_slice(np.array([3, 4, 5])) == slice(3, 6)
+    for indices in (np.array([0, 2, 3]), np.array([5, 4]), np.array([], dtype=int)):
+        result = as_slice(indices)
+        assert isinstance(result, np.ndarray)
+        np.testing.assert_array_equal(np.arange(10)[result], np.arange(10)[indices])
+
+
+def test_posture_targets_from_messages_reject_duplicate_names():
+    panda = robot('panda')
+    current = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
+    name = panda.joint_names[0]
+    with pytest.raises(InvalidShape, match='duplicate'):
+        merge_posture_target(panda, current, [name, name], [0.1, 0.2])
