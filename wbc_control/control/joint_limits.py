@@ -120,6 +120,15 @@ class JointLimits:
         braking = np.sqrt(2.0 * self.deceleration * np.abs(distance))
         return np.minimum(ceiling, np.where(distance > 0.0, braking, np.inf))
 
+    def within(self, acceleration: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]) -> bool:
+        """Whether q̈ `(nv,)` keeps every joint within its bounds (then SNS has nothing to do)."""
+        joint_acceleration = acceleration[self._v]
+        lower, upper = bounds
+        return bool(
+            (joint_acceleration <= upper + BOUND_TOLERANCE).all()
+            and (joint_acceleration >= lower - BOUND_TOLERANCE).all()
+        )
+
     def plan(
         self,
         unforced: np.ndarray,

@@ -177,16 +177,16 @@ class PrioritizedController:
         acceleration, level_reports = recursion(None)
         limit_level, scale = None, 1.0
         if self.joint_limits is not None:
-            unforced_terms = [
-                (terms, jacobian, drift, -drift) for terms, jacobian, drift, _ in level_terms
-            ]
-            unforced = partial(self._recursion, inverse_inertia, start, unforced_terms)
-            limit_level, base, acceleration, level_reports, scale = self._saturate(
-                state, recursion, unforced, acceleration, level_reports
-            )
+            unforced = partial(self._unforced, inverse_inertia, start, level_terms)
+            bounds, base = self.joint_limits.bounds(state), None
+            if not self.joint_limits.within(acceleration, bounds):
+                limit_level, base, acceleration, level_reports, scale = self._saturate(
+                    bounds, recursion, unforced, acceleration, level_reports
+                )
+            scaled = acceleration if base is None else base + scale * (acceleration - base)
             limits = self.limiter.effort_limits
-            scaled = base + scale * (acceleration - base)
             if (np.abs(self._torque(state, scaled, constraint)[0]) > limits).any():
+                base = unforced(limit_level) if base is None else base
                 full_torque = self._torque(state, acceleration, constraint)[0]
                 base_torque = self._torque(state, base, constraint)[0]
                 scale = min(scale, task_scale(base_torque, full_torque, limits))
@@ -215,15 +215,14 @@ class PrioritizedController:
             scale,
         )
 
-    def _saturate(self, state: RobotState, recursion, unforced, acceleration, level_reports):
+    def _saturate(self, bounds, recursion, unforced, acceleration, level_reports):
         """SNS with task scaling (`wbc_control.control.joint_limits`).
 
         Returns the saturated joints, q̈₀ and q̈₁ for them, the level reports and the scale.
         """
-        bounds, level = self.joint_limits.bounds(state), None
-        best = None
+        level, best = None, None
         for _ in range(len(self.robot.joint_names) + 1):
-            base = unforced(level)[0]
+            base = unforced(level)
             scale, following = self.joint_limits.plan(base, acceleration, bounds, level)
             if best is None or scale > best[-1]:
                 best = (level, base, acceleration, level_reports, scale)
@@ -232,6 +231,11 @@ class PrioritizedController:
             level = following
             acceleration, level_reports = recursion(level)
         return best
+
+    def _unforced(self, inverse_inertia, start, level_terms, limit_level) -> np.ndarray:
+        """q̈₀: the recursion with every user task's ẍ* = 0 (target −J̇v), `(nv,)`."""
+        terms = [(terms, jacobian, drift, -drift) for terms, jacobian, drift, _ in level_terms]
+        return self._recursion(inverse_inertia, start, terms, limit_level)[0]
 
     def _torque(self, state: RobotState, acceleration: np.ndarray, constraint):
         """τ = S (M q̈ + h − Aᵀf) `(n_act,)`, and the contact forces (None without contacts)."""
@@ -280,6 +284,7 @@ class PrioritizedController:
                 self.singular_value_threshold,
                 mobility,
                 projected,
+                index < last,
             )
             consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
             acceleration += consistent_inverse.dot(target - jacobian.dot(acceleration))

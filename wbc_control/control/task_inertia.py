@@ -102,6 +102,7 @@ def regularized_task_inertia(
     threshold: float,
     mobility: np.ndarray | None = None,
     jacobian: np.ndarray | None = None,
+    need_blocking: bool = True,
 ) -> TaskInertia:
     """Λ from Φ = Jp M⁻¹ Jpᵀ by the scaled, variably damped inverse of the module docstring.
 
@@ -119,6 +120,8 @@ def regularized_task_inertia(
             unprojected (the first level), then μ = diag(Φ).
         jacobian: the level's projected Jp, `(m, nv)`, for the kinematic measure κᵢ of
             step 3; None: no kinematic damping (only the band of Φ).
+        need_blocking: False for the last level, whose Λ_N (step 4) nobody uses; then
+            `blocking` is Λ.
     """
     size = phi.shape[0]
     diagonal = phi.diagonal()
@@ -151,7 +154,8 @@ def regularized_task_inertia(
     inverse = _damped_inverse(sigma, epsilon, below_epsilon)
     weak = None
     kinematic_band = KINEMATIC_BAND * threshold
-    if jacobian is not None and sigma_values[0] < kinematic_band * sigma_max:
+    # Only non-null directions can be weak; structurally null ones get ~0 gain either way.
+    if jacobian is not None and sigma_values[null_count] < kinematic_band * sigma_max:
         weak = _kinematic_attenuation(
             sigma, kinematic_band * sigma_max, jacobian, scaled_vectors_t
         )
@@ -161,7 +165,7 @@ def regularized_task_inertia(
     if weak is not None:
         exact -= int((weak[below_epsilon:] < 1.0).sum())
     blocking = inertia
-    if exact < size:
+    if need_blocking and exact < size - null_count:
         narrow = BLOCKING_FRACTION * epsilon
         inverse = _damped_inverse(sigma, narrow, bisect_left(sigma_values, narrow))
         if weak is not None:
