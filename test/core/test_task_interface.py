@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from robots import random_state, robot
 
-from wbc_control.exceptions import InvalidShape, InvalidValue
+from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.tasks import (
     ComTask,
     FrameOrientationTask,
@@ -21,7 +21,7 @@ from wbc_control.tasks import (
 from wbc_control.tasks.frame_orientation import QUATERNION_NORM_TOLERANCE, unit_quaternion
 from wbc_control.tasks.frame_position import TargetSet, target_set
 from wbc_control.tasks.joint_posture import merge_posture_target
-from wbc_control.tasks.task import as_slice
+from wbc_control.tasks.task import as_slice, parse_frame
 
 
 def panda_tasks(panda):
@@ -108,3 +108,18 @@ def test_posture_targets_from_messages_reject_duplicate_names():
     name = panda.joint_names[0]
     with pytest.raises(InvalidShape, match='duplicate'):
         merge_posture_target(panda, current, [name, name], [0.1, 0.2])
+
+
+def test_a_frame_task_needs_a_frame():
+    panda = robot('panda')
+    for value in (None, ''):
+        with pytest.raises(InvalidTaskConfig, match='needs a frame'):
+            parse_frame(panda, 'frame_position', value)
+    assert parse_frame(panda, 'frame_position', 'panda_hand') == 'panda_hand'
+
+
+def test_a_posture_message_must_name_a_joint_of_the_model():
+    panda = robot('panda')
+    current = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
+    with pytest.raises(InvalidShape, match='no joint'):
+        merge_posture_target(panda, current, ['conveyor'], [0.1])
