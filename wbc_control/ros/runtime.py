@@ -127,6 +127,10 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         node = factory()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
+        # Everything built so far lives as long as the node: keep it out of the collector's
+        # passes, so that a collection during a tick walks only what the tick allocated.
+        gc.collect()
+        gc.freeze()
         executor.spin()
     except WbcError as error:
         rclpy.logging.get_logger(name).fatal(str(error))
