@@ -11,6 +11,8 @@ The expected values come from the task objects (fresh instances) and numpy, neve
 controller's own reports.
 """
 
+import dataclasses
+
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 import numpy as np
@@ -19,6 +21,7 @@ from robots import random_state, robot
 
 from wbc_control.control.contacts import Contact, contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.exceptions import InvalidTaskConfig
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import (
     ComTask,
@@ -134,6 +137,18 @@ def test_the_first_level_under_contacts_reaches_its_desired_acceleration(seed):
 
 
 # Weights within a level ----------------------------------------------------------------------
+
+
+def test_task_entries_are_immutable_and_priorities_are_integers():
+    panda = robot('panda')
+    task = JointPostureTask(panda, np.zeros(panda.n_actuated), kp=1.0)
+    entry = TaskEntry('posture', task, 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entry.priority = 0
+    for priority in (True, 1.5, '1', None):
+        with pytest.raises(InvalidTaskConfig, match='integer'):
+            TaskEntry('posture', task, priority)
+    assert TaskEntry('posture', task, np.int64(2)).priority == 2
 
 
 def test_defaults_are_the_top_level_and_unit_weight():

@@ -100,3 +100,11 @@ def test_the_variable_damping_law_against_numpy(seed, size, projected):
     assert result.rank == int((sigma >= epsilon).sum())
     assert result.damped == int(non_null.sum()) - result.rank
     np.testing.assert_allclose(result.condition_number, sigma[-1] / sigma[non_null][0], rtol=1e-6)
+
+
+def test_a_row_below_1e_12_of_the_largest_mobility_has_no_authority():
+    """Rows with μᵢ ≤ 1e-12 max μ are dropped (zero rows of Λ), relative to the largest row."""
+    result = regularized_task_inertia(np.diag([100.0, 1e-11]), np.ones(2), 1e-3)
+    np.testing.assert_allclose(result.inertia, np.diag([0.01, 0.0]))
+    kept = regularized_task_inertia(np.diag([100.0, 1e-9]), np.ones(2), 1e-3)
+    assert kept.inertia[1, 1] > 0.0
