@@ -56,6 +56,8 @@ def answers() -> dict[str, np.ndarray]:
             parameters = {
                 'urdf_path': str(example_robot_urdf('panda')[0]),
                 'command_joints': order,
+                'soft_start_time': 0.0,  # the first task torque, not a ramp from zero
+                'joint_limits': False,  # the computed torque, whatever the joints' speeds
                 'task_names': ['posture'],
                 'tasks': {
                     'posture': {

@@ -49,8 +49,14 @@ POSTURE = {
         'posture': {'type': 'joint_posture', 'kp': 25.0, 'kd': 10.0, 'target': READY.tolist()}
     },
 }
-# No soft start: the tests compare the first commands with the core's torque.
-COMMON = {'urdf_path': URDF, 'diagnostics_rate': 20.0, 'soft_start_time': 0.0}
+# No soft start and no joint-limit level: the tests compare the first commands with the core's
+# task torque (the fingers of near_ready states sit at their limits). test_safety runs them.
+COMMON = {
+    'urdf_path': URDF,
+    'diagnostics_rate': 20.0,
+    'soft_start_time': 0.0,
+    'joint_limits': False,
+}
 ZERO = np.zeros(len(JOINTS))
 # A driver that adds gravity itself (e.g. Franka); the watchdog fires after 0.2 s.
 COMPENSATED = {
@@ -306,6 +312,8 @@ def nodes(probe):
                 'soft_start_time:=0.0',
                 '-p',
                 'torque_rate_limit:=0.0',
+                '-p',
+                'joint_limits:=false',
             ],
         ),
         'stale': Controller(
@@ -773,6 +781,7 @@ def solo_parameters(**overrides) -> dict:
         'odom_pairing': 'stamp',
         'joint_state_timeout': 1.0,  # stamps are judged against the node's clock
         'soft_start_time': 0.0,
+        'joint_limits': False,
         'task_names': ['base', 'posture'],
         'tasks': {
             'base': {

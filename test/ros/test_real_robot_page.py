@@ -110,7 +110,7 @@ def test_the_controller_files_command_the_robot(robot: str, count: int, tmp_path
                 message = JointState(name=names, position=posture, velocity=[0.0] * len(names))
                 message.header.stamp = probe.node.get_clock().now().to_msg()
                 states.publish(message)
-                probe.spin_for(0.2)
+                probe.spin_for(0.02)  # a stream: the soft start ramps up from the 2nd state
                 torques = [m.data for m in commands if np.abs(np.array(m.data)).max() > 1e-9]
             assert torques, f'no torque from {params.name}:\n{node.output()}'
             assert len(torques[0]) == count and np.isfinite(torques[0]).all()

@@ -209,3 +209,19 @@ def test_sim_clock_that_stops_or_jumps_back_still_gets_safe_commands_and_resumes
     resumed_at, _ = sim.answer(lambda: joint_state(0.5), task_torque)
     assert resumed_at - started < 2.0
     assert 'jumped' in sim.process.output()
+
+
+def test_a_joint_past_its_limit_wall_is_held_and_reported(controllers):
+    panda = controllers['panda'].wait_ready()
+    # panda_joint4's upper limit is -0.0698 rad; the wall stands 0.05 rad inside it.
+    beyond = np.r_[READY[:3], -0.09, READY[4:]]
+    panda.answer(lambda: joint_state(positions=beyond), task_torque)
+
+    def reported() -> bool:
+        return 'panda_joint4' in panda.statuses.get('torques', {}).get('joints_at_limit', '')
+
+    deadline = time.monotonic() + 10.0
+    while not reported() and time.monotonic() < deadline:
+        panda.states.publish(joint_state(positions=beyond))
+        panda.probe.spin_until(reported, 0.05)
+    assert reported(), panda.statuses.get('torques')

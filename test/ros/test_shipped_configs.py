@@ -55,7 +55,7 @@ def test_shipped_panda_config_commands_in_a_namespace_or_renamed(remap, prefix) 
             torques = []
             while not torques and node.alive() and time.monotonic() < deadline:
                 states.publish(joint_state(probe))
-                probe.spin_for(0.2)
+                probe.spin_for(0.02)  # a stream: the soft start ramps up from the 2nd state
                 torques = [m.data for m in commands if np.abs(np.array(m.data)).max() > 1e-9]
             assert torques, f'no task torque on {prefix}/effort_controller/commands:\n' + (
                 node.output()

@@ -68,6 +68,9 @@ class ControllerSettings:
         position_margin: how far beyond a URDF position limit a position is believed (rad, m).
         velocity_factor: speeds above this multiple of the URDF velocity limit are rejected.
         soft_start_time: ramp from the safe command to the task torque (s); 0 = none.
+        joint_limits: enforce the URDF position limits by a joint-limit level.
+        joint_limit_margin, joint_limit_gain, joint_limit_deceleration: that level's wall
+            (:class:`~wbc_control.control.joint_limits.JointLimits`).
     """
 
     command_joints: tuple[str, ...]
@@ -87,6 +90,10 @@ class ControllerSettings:
     position_margin: float = 0.1
     velocity_factor: float = 5.0
     soft_start_time: float = 0.5
+    joint_limits: bool = True
+    joint_limit_margin: float = 0.05
+    joint_limit_gain: float = 400.0
+    joint_limit_deceleration: float = 5.0
 
 
 def root_link(robot: RobotModel) -> str:
@@ -157,6 +164,11 @@ def parse_controller_settings(
                 'velocity_factor',
                 'soft_start_time',
             )
+        ),
+        bool(values['joint_limits']),
+        *(
+            scalar(values[name], name)
+            for name in ('joint_limit_margin', 'joint_limit_gain', 'joint_limit_deceleration')
         ),
     )
     return update_settings(settings, {name: values[name] for name in LIVE_SETTINGS})

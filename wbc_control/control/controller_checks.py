@@ -130,13 +130,23 @@ def torques_check(
         'compute_time_ms.mean': 1e3 * statistics.compute_mean_s(),
         'compute_time_ms.max': 1e3 * statistics.compute_max_s,
     }
+    result = statistics.result
+    at_limit = () if result is None else result.joints_at_limit
+    scale = 1.0 if result is None else result.task_scale
+    values['joints_at_limit'] = ','.join(at_limit)
+    values['task_scale'] = scale
     if statistics.failures_in_period:
         summary = f'{statistics.failures_in_period} tick(s) sent the safe command: '
         return Check(Severity.ERROR, summary + statistics.last_error, values)
     limited = statistics.saturated | statistics.rate_limited
     if limited.any():
         return Check(Severity.WARN, f'limited: {", ".join(names[limited])}', values)
+    if scale < 1.0:
+        summary = f'tasks scaled to {scale:.3g} to fit the joint or effort limits'
+        return Check(Severity.WARN, summary, values)
     summary = f'compute {values["compute_time_ms.mean"]:.2f} ms mean per tick'
+    if at_limit:
+        summary += f'; held at the joint-limit wall: {", ".join(at_limit)}'
     return Check(Severity.OK, summary, values)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from wbc_control.control.command_output import CommandOutput
 from wbc_control.control.contacts import Contact
+from wbc_control.control.joint_limits import JointLimits
 from wbc_control.control.prioritized_controller import PrioritizedController
 from wbc_control.control.soft_start import SoftStart
 from wbc_control.control.tick_statistics import TickStatistics
@@ -176,6 +177,14 @@ def build_loop(
     wall_timeout: float,
 ) -> ControllerLoop:
     """The controller loop of validated settings (the command output limits what is sent)."""
+    joint_limits = None
+    if settings.joint_limits:
+        joint_limits = JointLimits(
+            robot,
+            settings.joint_limit_margin,
+            settings.joint_limit_gain,
+            settings.joint_limit_deceleration,
+        )
     controller = PrioritizedController(
         robot,
         list(entries),
@@ -184,6 +193,7 @@ def build_loop(
         None,
         tuple(contacts),
         settings.friction_coefficient,
+        joint_limits,
     )
     limiter = TorqueLimiter(settings.effort_limits, settings.torque_rate_limits)
     output = CommandOutput(limiter, settings.robot_compensates_gravity)
