@@ -3,6 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
+import pytest
 
 from wbc_control.control.task_inertia import regularized_task_inertia
 
@@ -108,3 +109,24 @@ def test_a_row_below_1e_12_of_the_largest_mobility_has_no_authority():
     np.testing.assert_allclose(result.inertia, np.diag([0.01, 0.0]))
     kept = regularized_task_inertia(np.diag([100.0, 1e-9]), np.ones(2), 1e-3)
     assert kept.inertia[1, 1] > 0.0
+
+
+def test_units_do_not_matter_when_a_row_has_no_authority():
+    """The Jacobi scaling of the other rows still decides the damping (none here)."""
+    result = regularized_task_inertia(np.diag([1e4, 0.0, 1.0]), np.ones(3), 1e-3)
+    np.testing.assert_allclose(result.inertia, np.diag([1e-4, 0.0, 1.0]), rtol=1e-12)
+    assert (result.rank, result.damped) == (2, 0)
+
+
+def test_structural_rank_loss_is_relative_to_the_largest_eigenvalue():
+    """σ ≤ 1e-9 σ_max is a structurally null direction (not damped, not in κ), at any scale.
+
+    Heavy weights (10⁴) make σ_max large, so a rule on σ itself would count the small
+    direction (σ ≈ 1e-7 here) as merely damped.
+    """
+    angle = np.radians(30.0)
+    rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    phi = rotation @ np.diag([1.0, 1e-11]) @ rotation.T
+    result = regularized_task_inertia(phi, np.full(2, 100.0), 1e-3)
+    assert (result.rank, result.damped) == (1, 0)
+    assert result.condition_number == pytest.approx(1.0)

@@ -6,10 +6,13 @@ error); and the small validators behind targets (unit quaternions, target sets, 
 messages) accept what they document and reject the rest.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 from robots import random_state, robot
 
+from wbc_control.control.contacts import Contact
 from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.tasks import (
     ComTask,
@@ -123,3 +126,20 @@ def test_a_posture_message_must_name_a_joint_of_the_model():
     current = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
     with pytest.raises(InvalidShape, match='no joint'):
         merge_posture_target(panda, current, ['conveyor'], [0.1])
+
+
+def test_gains_references_and_contacts_cannot_be_changed_in_place():
+    """Readers never see half an update: gains, references and contact rows are immutable."""
+    panda = robot('panda')
+    task = FramePositionTask(panda, 'panda_hand', [0.4, 0.0, 0.5], kp=[1.0, 2.0, 3.0])
+    for array in (task.gains.kp, task.gains.kd, robot_contact_rows()):
+        with pytest.raises(ValueError):
+            array[0] = 5.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        task.reference.position = np.zeros(3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Contact.create(robot('talos'), 'left_sole_link').frame = 'x'
+
+
+def robot_contact_rows() -> np.ndarray:
+    return Contact.create(robot('talos'), 'left_sole_link', 'point').rows
