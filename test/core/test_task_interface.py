@@ -42,7 +42,10 @@ def test_declared_sizes_are_what_an_instance_takes_and_gives(index):
     panda = robot('panda')
     state = random_state(panda, index)
     task = panda_tasks(panda)[index]
-    assert type(task).gains_size_for(panda) == task.gains_size
+    assert not task.target_pending  # built with a target: nothing to take from a state
+    per_axis = {ComTask: 3, FramePositionTask: 3, FrameOrientationTask: 3, FramePoseTask: 6}
+    expected = per_axis.get(type(task), panda.n_actuated)  # a posture: one gain per joint
+    assert type(task).gains_size_for(panda) == task.gains_size == expected
     task.set_gains(np.arange(1.0, task.gains_size + 1.0))  # the declared count is accepted
     target = task.target_from_state(state)
     assert target.shape == (type(task).target_size_for(panda),)
@@ -137,6 +140,11 @@ def test_gains_references_and_contacts_cannot_be_changed_in_place():
             array[0] = 5.0
     with pytest.raises(dataclasses.FrozenInstanceError):
         task.reference.position = np.zeros(3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        task.gains.kp = np.zeros(3)
+    orientation = FrameOrientationTask(panda, 'panda_hand', [1.0, 0.0, 0.0, 0.0], kp=1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        orientation.reference.rotation = np.eye(3)
     with pytest.raises(dataclasses.FrozenInstanceError):
         Contact.create(robot('talos'), 'left_sole_link').frame = 'x'
 
