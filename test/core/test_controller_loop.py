@@ -104,20 +104,23 @@ def test_the_first_command_ramps_from_the_safe_command_to_the_task_torque():
     npt.assert_allclose(loop.tick(positions, velocities, None, None, 1.5).torque, task, atol=1e-9)
 
 
-def test_a_stale_period_and_a_restart_ramp_again():
+def test_a_stale_period_and_a_restart_ramp_again_from_the_holding_torque():
     positions, velocities = READY + 0.05, np.zeros(9)
     task = computed_torque(positions, velocities, READY)
-    loop = ramped_loop(stale_command='zero')
+    loop = ramped_loop(stale_command='zero')  # the ramp still starts from gravity: no fall
     loop.tick(positions, velocities, None, None, 1.0)
+    gravity = loop.state.gravity
     npt.assert_allclose(loop.tick(positions, velocities, None, None, 1.6).torque, task, atol=1e-9)
     assert loop.watchdog(1.8)
-    npt.assert_allclose(loop.tick(positions, velocities, None, None, 1.9).torque, 0.0, atol=1e-9)
+    npt.assert_allclose(loop.safe_torque(), 0.0)
+    resumed = loop.tick(positions, velocities, None, None, 1.9).torque
+    npt.assert_allclose(resumed, gravity, atol=1e-9)
     npt.assert_allclose(loop.tick(positions, velocities, None, None, 2.4).torque, task, atol=1e-9)
     loop.restart()
     assert loop.stale and loop.watchdog(2.4) and loop.state_age(2.4) is None
     outcome = loop.tick(positions, velocities, None, None, 0.5)  # the clock went back
     assert outcome.resumed and not loop.stale
-    npt.assert_allclose(outcome.torque, 0.0, atol=1e-9)
+    npt.assert_allclose(outcome.torque, gravity, atol=1e-9)
 
 
 def test_the_watchdog_fires_on_wall_time_when_the_node_clock_stops_or_goes_back():

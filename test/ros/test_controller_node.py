@@ -937,3 +937,34 @@ def test_the_gravity_safe_command_of_a_floating_base_is_balanced_by_the_contacts
     expected = holding_torque(loop.state, loop.controller.contacts)
     npt.assert_allclose(loop.safe_torque(), expected, rtol=1e-12)
     assert not np.allclose(expected, loop.state.gravity[6:])
+
+
+def stretched_panda() -> np.ndarray:
+    """The Panda with its elbow (joint 4) where the hand's 6-D Jacobian is closest to singular."""
+    panda = robot('panda')
+    state, frame = RobotState(panda), panda.frame_id('panda_hand')
+    q = np.array([0.0, 0.0, 0.0, -1.0, 0.0, 1.5, 0.7, 0.02, 0.02])
+
+    def smallest(q4: float) -> float:
+        q[3] = q4
+        state.update(panda.configuration(q), np.zeros(9))
+        singular = np.linalg.svd(state.frame_jacobian(frame), compute_uv=False)
+        return singular[-1] / singular[0]
+
+    grid = np.linspace(-1.0, -0.1, 9001)
+    q[3] = grid[int(np.argmin([smallest(x) for x in grid]))]
+    return q
+
+
+def test_a_stretched_arm_is_reported_singular_naming_the_level_and_lost_directions(local):
+    hand = {'type': 'frame_pose', 'frame': 'panda_hand', 'kp': 100.0}
+    node, published = local({**COMMON, 'task_names': ['hand'], 'tasks': {'hand': hand}})
+    stretched = stretched_panda()
+    node._on_joint_state(joint_state(JOINTS, stretched, ZERO))  # holds the hand there
+    node._loop.controller.task('hand').assign_target([0.6, 0.0, 0.3, 1.0, 0.0, 0.0, 0.0])
+    node._on_joint_state(joint_state(JOINTS, stretched, ZERO))
+    assert np.isfinite(published[-1]).all()
+    tasks = node_status(node, 'tasks')
+    assert tasks.level == DiagnosticStatus.WARN, tasks.message
+    assert 'level 0 (hand) singular' in tasks.message and 'direction(s)' in tasks.message
+    assert int(values(tasks)['level_0.damped_directions']) >= 1

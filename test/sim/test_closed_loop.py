@@ -49,6 +49,9 @@ class PandaLoop:
             'command_joints': ARM,
             'task_names': list(tasks),
             'use_sim_time': True,
+            # The arm starts at rest where the tasks hold it: tracking is measured from the
+            # first tick, not through a soft start's blend with the holding torque.
+            'soft_start_time': 0.0,
         }
         controller['tasks'] = tasks
         self.controller = NodeProcess('wbc_controller', controller)

@@ -7,8 +7,11 @@ to the safe command when the torque is unusable; count it all in :class:`TickSta
 Times are seconds of the node's clock (simulated with `use_sim_time`); the watchdog also
 runs on the monotonic wall clock, so a stopped or rewound simulated clock still expires it.
 After start-up, a stale period or a restart (:meth:`ControllerLoop.restart`: the clock or the
-publisher's stamps jumped back) the command ramps from the safe command to the task torque over
-`soft_start_time` (:class:`~wbc_control.control.soft_start.SoftStart`).
+publisher's stamps jumped back) the command ramps to the task torque over `soft_start_time`
+(:class:`~wbc_control.control.soft_start.SoftStart`) from the gravity safe command, the
+holding torque: whatever `stale_command` is, a robot that does not compensate gravity itself
+must not fall during the ramp (for one that does, the holding command is zero on a fixed
+base).
 """
 
 from collections.abc import Sequence
@@ -132,7 +135,7 @@ class ControllerLoop:
         if alpha >= 1.0:
             return None
         contacts = self.controller.contacts
-        return alpha, self.output.hold_command(self.stale_command, self.state, contacts)
+        return alpha, self.output.hold_command('gravity', self.state, contacts)
 
     def restart(self) -> None:
         """The clock or the stamps jumped back: stale until the next good state, then a ramp."""
