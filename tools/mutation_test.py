@@ -246,6 +246,15 @@ def mutated_source(mutant: Mutant, source: str) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
+def _checkout_modules(tree: Path, commit: str) -> None:
+    """The mutated modules as of `commit` (the tests stay as copied): re-runs an earlier run."""
+    for path in MODULES:
+        source = subprocess.run(
+            ['git', 'show', f'{commit}:{path}'], cwd=ROOT, check=True, capture_output=True
+        ).stdout
+        (tree / path).write_bytes(source)
+
+
 def copy_tree(destination: Path, worktree: bool) -> None:
     """The repository's committed tree (or its working tree) at `destination`."""
     destination.mkdir(parents=True)
@@ -376,6 +385,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--list', action='store_true', help='list the mutants and exit')
     parser.add_argument('--worktree', action='store_true', help='copy the working tree')
     parser.add_argument('--report', type=Path, help='write the outcomes as JSON here')
+    parser.add_argument(
+        '--code-from',
+        metavar='COMMIT',
+        help="mutate MODULES as of COMMIT (same mutant numbers as a run then), today's tests",
+    )
     parser.add_argument('--timeout', type=float, default=TIMEOUT_S, help='s per mutant')
     parser.add_argument(
         '--quick-examples',
@@ -388,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         trees = [Path(scratch) / f'tree{index}' for index in range(max(arguments.jobs, 1))]
         for tree in trees:
             copy_tree(tree, arguments.worktree)
+            if arguments.code_from:
+                _checkout_modules(tree, arguments.code_from)
         selected = interleaved(mutants(trees[0]))
         if arguments.only:
             wanted = set(arguments.only)
