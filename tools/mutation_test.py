@@ -61,6 +61,7 @@ TESTS = (
     'test/core/test_prioritized_controller.py',
     'test/core/test_contacts.py',
     'test/core/test_johnson_2024.py',
+    'test/core/test_singularity.py',
 )
 #: The tests that exercise each module, most specific first; a mutant runs these only.
 TESTS_BY_MODULE = {
@@ -76,6 +77,7 @@ TESTS_BY_MODULE = {
     'wbc_control/tasks/': (
         'test/core/test_tasks.py',
         'test/core/test_task_interface.py',
+        'test/core/test_config_tasks.py',
         'test/core/test_target_sets.py',
         'test/core/test_freitag_2015.py',
         'test/core/test_priority_properties.py',
