@@ -334,10 +334,6 @@ def scanned_files() -> Iterator[Path]:
                     yield file
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason='files being rewritten by other changes still cite unavailable documents',
-)
 def test_no_citation_of_unavailable_documents() -> None:
     hits = []
     for file in scanned_files():
