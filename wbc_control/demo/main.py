@@ -251,7 +251,7 @@ def run(arguments: argparse.Namespace) -> int:
 
 def _wait_for_simulator(monitor: DemoMonitor, sim: ManagedProcess) -> bool:
     """Spin until the monitor's joint_states subscription has matched the simulator."""
-    deadline = time.monotonic() + STALL_TIMEOUT_S
+    deadline = time.monotonic() + START_TIMEOUT_S
     while monitor.joint_state_publishers() == 0:
         rclpy.spin_once(monitor, timeout_sec=0.05)
         if sim.process.poll() is not None or time.monotonic() > deadline:
