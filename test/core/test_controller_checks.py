@@ -7,6 +7,7 @@ from wbc_control.config import build_entries, parse_tasks
 from wbc_control.control.controller_checks import (
     InputState,
     Severity,
+    clipping_tasks,
     contacts_check,
     inputs_check,
     tasks_check,
@@ -104,3 +105,34 @@ def test_contacts_check_reports_pulling_feet():
     warn = contacts_check(statistics, 0.7)
     assert warn.severity is Severity.WARN and 'FL_FOOT pulling' in warn.summary
     assert contacts_check(TickStatistics(12, 0.0), 0.7).severity is Severity.WARN
+
+
+def test_tasks_that_clip_their_error_are_named_and_warned():
+    panda = robot('panda')
+    tasks = {'hand': {'type': 'frame_position', 'frame': 'panda_hand', 'kp': 10.0}}
+    tasks['hand']['target'] = [5.0, 0.0, 0.5]
+    tasks['hand']['max_error'] = 0.1
+    controller = PrioritizedController(
+        panda, build_entries(panda, parse_tasks(panda, ['hand'], tasks))
+    )
+    state = RobotState(panda)
+    state.update(panda.neutral_configuration(), np.zeros(9))
+    statistics = TickStatistics(9, now=0.0)
+    statistics.tick(controller.compute(state), NONE, NONE, 0.001)
+    assert clipping_tasks(controller, statistics) == ['hand']
+    warn = tasks_check(statistics, ['hand'])
+    assert warn.severity is Severity.WARN and 'clipped to max_error: hand' in warn.summary
+    assert warn.values['clipping_tasks'] == 'hand'
+    controller.task('hand').set_max_error(0.0)
+    assert clipping_tasks(controller, statistics) == []
+
+
+def test_joints_at_the_limit_wall_and_scaled_tasks_are_reported():
+    statistics = statistics_after_one_tick()
+    statistics.result = statistics.result._replace(joints_at_limit=('panda_joint4',))
+    ok = torques_check(statistics, JOINTS, 'zero')
+    assert ok.severity is Severity.OK and 'panda_joint4' in ok.summary
+    assert ok.values['joints_at_limit'] == 'panda_joint4'
+    statistics.result = statistics.result._replace(task_scale=0.5)
+    warn = torques_check(statistics, JOINTS, 'zero')
+    assert warn.severity is Severity.WARN and 'scaled to 0.5' in warn.summary
