@@ -151,3 +151,18 @@ def test_gains_references_and_contacts_cannot_be_changed_in_place():
 
 def robot_contact_rows() -> np.ndarray:
     return Contact.create(robot('talos'), 'left_sole_link', 'point').rows
+
+
+def test_each_field_of_a_frame_position_task_is_parsed_by_its_own_rule():
+    panda = robot('panda')
+    values = {'frame': 'panda_hand', 'constraint': 'line', 'axis': [0.0, 0.0, 2.0]}
+    assert FramePositionTask.parse_field(panda, 'frame', values) == 'panda_hand'
+    assert FramePositionTask.parse_field(panda, 'constraint', values) == 'line'
+    np.testing.assert_allclose(FramePositionTask.parse_field(panda, 'axis', values), [0, 0, 2])
+    point = {'frame': 'panda_hand', 'constraint': None, 'axis': None}
+    assert FramePositionTask.parse_field(panda, 'constraint', point) == 'point'
+    assert FramePositionTask.parse_field(panda, 'axis', point) is None
+    with pytest.raises(InvalidTaskConfig, match='needs an axis'):
+        FramePositionTask.parse_field(panda, 'constraint', {**values, 'axis': None})
+    with pytest.raises(InvalidTaskConfig, match='takes no'):
+        FramePositionTask.parse_field(panda, 'weight_of_the_moon', values)
