@@ -120,7 +120,8 @@ def controllers(probe):
                 'joint_state_timeout': 0.1,
                 **POSTURE,
             },
-            [],
+            # A private clock: a simulator of another test on this DDS domain publishes /clock.
+            ['-r', '/clock:=/simtime/clock'],
         ),
     }
     yield started
@@ -190,7 +191,7 @@ def test_a_target_10_m_away_is_clipped_not_saturated(controllers, probe):
 
 def test_sim_clock_that_stops_or_jumps_back_still_gets_safe_commands_and_resumes(controllers):
     sim = controllers['sim'].wait_ready()
-    clock = sim.probe.publisher(Clock, '/clock')
+    clock = sim.probe.publisher(Clock, '/simtime/clock')
 
     def at(seconds: float) -> None:
         msg = Clock()
