@@ -71,6 +71,7 @@ TESTS_BY_MODULE = {
     ),
     'wbc_control/control/contacts.py': (
         'test/core/test_contacts.py',
+        'test/core/test_task_interface.py',
         'test/core/test_priority_properties.py',
         'test/core/test_johnson_2024.py',
     ),
