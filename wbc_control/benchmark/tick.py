@@ -48,6 +48,9 @@ def random_samples(robot: RobotModel, count: int, seed: int) -> list[JointStateS
     upper = robot.model.upperPositionLimit.copy()
     if robot.floating_base:
         lower[:3], upper[:3] = -BASE_POSITION_RANGE_M, BASE_POSITION_RANGE_M
+    # Plausible speeds, as a robot reports them: within the URDF velocity limits.
+    speed_limit = np.asarray(robot.model.velocityLimit, dtype=float)[robot.indices.v]
+    speed_limit = np.where(speed_limit > 0.0, speed_limit, np.inf)
     samples = []
     for _ in range(count):
         q = pin.randomConfiguration(robot.model, lower, upper)
@@ -55,7 +58,11 @@ def random_samples(robot: RobotModel, count: int, seed: int) -> list[JointStateS
         samples.append(
             JointStateSample(
                 robot.joint_positions(q),
-                JOINT_SPEED_RAD_S * rng.standard_normal(robot.n_actuated),
+                np.clip(
+                    JOINT_SPEED_RAD_S * rng.standard_normal(robot.n_actuated),
+                    -speed_limit,
+                    speed_limit,
+                ),
                 q[:7].copy() if base else None,
                 BASE_SPEED * rng.standard_normal(6) if base else None,
             )
