@@ -7,7 +7,12 @@ import pytest
 from robots import random_state, robot
 
 from wbc_control.control.constrained_dynamics import dagger_terms
-from wbc_control.control.contacts import Contact, contact_force_reports, contact_jacobian
+from wbc_control.control.contacts import (
+    Contact,
+    contact_force_reports,
+    contact_jacobian,
+    holding_torque,
+)
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, SingularConstraint
 from wbc_control.model.robot_model import RobotModel
@@ -223,3 +228,27 @@ def test_an_along_contact_takes_a_finite_non_zero_axis_and_normalises_it():
     for axis in ([0.0, 0.0, 0.0], [np.nan, 0.0, 1.0], [np.inf, 0.0, 1.0], [1.0, 0.0]):
         with pytest.raises(InvalidValue):
             Contact.create(talos, 'left_sole_link', 'along', axis=axis)
+
+
+def test_the_holding_torque_leaves_nothing_for_the_unactuated_base():
+    """The torque g − Aᵀf, where the contact forces f carry the base rows of g."""
+    talos = robot('talos')
+    state = random_state(talos, 3, speed=0.0)
+    contacts = [Contact.create(talos, foot, 'surface') for foot in FEET]
+    torque = holding_torque(state, contacts)
+    constraint, _ = contact_jacobian(state, contacts)
+    base = constraint[:, :6].T
+    forces = np.linalg.lstsq(base, state.gravity[:6], rcond=None)[0]
+    np.testing.assert_allclose(base @ forces, state.gravity[:6], atol=1e-8)
+    expected = (state.gravity - constraint.T @ forces)[talos.indices.v]
+    np.testing.assert_allclose(torque, expected, atol=1e-8)
+
+
+def test_a_fixed_base_has_no_base_wrench_to_balance():
+    panda = robot('panda')
+    state = random_state(panda, 2)
+    contact = Contact.create(panda, 'panda_hand', 'point')
+    ctrl = PrioritizedController(panda, [], contacts=[contact])
+    result = ctrl.compute(state)
+    assert result.base_wrench_residual == 0.0
+    np.testing.assert_array_equal(result.contacts[0].force, 0.0)

@@ -130,3 +130,10 @@ def test_structural_rank_loss_is_relative_to_the_largest_eigenvalue():
     result = regularized_task_inertia(phi, np.full(2, 100.0), 1e-3)
     assert (result.rank, result.damped) == (1, 0)
     assert result.condition_number == pytest.approx(1.0)
+
+
+def test_a_level_without_authority_reports_nothing_inverted():
+    result = regularized_task_inertia(np.zeros((3, 3)), np.ones(3), 1e-3)
+    assert (result.rank, result.damped) == (0, 0)
+    assert result.condition_number == np.inf
+    np.testing.assert_array_equal(result.inertia, 0.0)

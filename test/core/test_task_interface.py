@@ -166,3 +166,29 @@ def test_each_field_of_a_frame_position_task_is_parsed_by_its_own_rule():
         FramePositionTask.parse_field(panda, 'constraint', {**values, 'axis': None})
     with pytest.raises(InvalidTaskConfig, match='takes no'):
         FramePositionTask.parse_field(panda, 'weight_of_the_moon', values)
+
+
+def test_the_com_task_is_the_pd_law_at_speed():
+    """ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ_com) + K_p (x_ref − x_com), ẋ_com = J_com v."""
+    panda = robot('panda')
+    state = random_state(panda, 5, speed=1.5)
+    task = ComTask(panda, [0.1, 0.0, 0.4], kp=[4.0, 9.0, 16.0], kd=[1.0, 2.0, 3.0])
+    task.set_target([0.1, 0.0, 0.4], velocity=[0.3, -0.2, 0.1], acceleration=[0.0, 1.0, 0.0])
+    terms = task.compute(state)
+    com_velocity = state.com_jacobian @ state.v
+    assert np.linalg.norm(com_velocity) > 0.05
+    expected = (
+        np.array([0.0, 1.0, 0.0])
+        + np.array([1.0, 2.0, 3.0]) * (np.array([0.3, -0.2, 0.1]) - com_velocity)
+        + np.array([4.0, 9.0, 16.0]) * (np.array([0.1, 0.0, 0.4]) - state.com)
+    )
+    np.testing.assert_allclose(terms.desired_acceleration, expected, atol=1e-10)
+
+
+def test_the_posture_jacobian_is_read_only():
+    panda = robot('panda')
+    terms = JointPostureTask(panda, np.zeros(panda.n_actuated), kp=1.0).compute(
+        random_state(panda, 0)
+    )
+    with pytest.raises(ValueError):
+        terms.jacobian[0, 0] = 2.0
