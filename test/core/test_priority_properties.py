@@ -21,7 +21,7 @@ from robots import random_state, robot
 
 from wbc_control.control.contacts import Contact, contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.exceptions import InvalidTaskConfig
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import (
     ComTask,
@@ -318,3 +318,12 @@ def test_level_report_of_a_lower_level_uses_what_the_higher_one_leaves_free(seed
     assert_report_matches(low_report, low_health)
     assert low_health[2] == panda.nv - 6  # what the hand leaves free
     assert low_report.rank == low_health[1]
+
+
+def test_the_singular_value_threshold_lies_strictly_between_0_and_1():
+    panda = robot('panda')
+    entries = [TaskEntry('posture', JointPostureTask(panda, np.zeros(panda.n_actuated), kp=1.0))]
+    for threshold in (0.0, 1.0, -0.1, 1.5, np.nan):
+        with pytest.raises(InvalidValue, match='singular_value_threshold'):
+            controller(panda, entries, singular_value_threshold=threshold)
+    assert controller(panda, entries, singular_value_threshold=0.5).singular_value_threshold == 0.5
