@@ -143,6 +143,9 @@ def test_friction_cone_report_between_mu_and_two_mu(kind):
     force[2] = -1.0
     (report,) = contact_force_reports([contact], force, mu)
     assert report.pulling and report.outside_friction_cone
+    force[2] = 0.5  # a light push, straight down: inside the cone whatever its size
+    (report,) = contact_force_reports([contact], force, mu)
+    assert report.friction_ratio == 0.0 and not report.outside_friction_cone
 
 
 # Johnson 2024, section 5: a crank-slider whose coupler is massless. M is singular (eq 31) but the

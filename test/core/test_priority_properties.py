@@ -327,3 +327,15 @@ def test_the_singular_value_threshold_lies_strictly_between_0_and_1():
         with pytest.raises(InvalidValue, match='singular_value_threshold'):
             controller(panda, entries, singular_value_threshold=threshold)
     assert controller(panda, entries, singular_value_threshold=0.5).singular_value_threshold == 0.5
+
+
+def test_tasks_are_found_by_name_and_nothing_is_left_unbalanced_without_contacts():
+    panda = robot('panda')
+    near = FramePositionTask(panda, 'panda_hand', [0.5, 0.0, 0.5], kp=100.0)
+    posture = JointPostureTask(panda, np.zeros(panda.n_actuated), kp=20.0)
+    ctrl = controller(panda, [TaskEntry('near', near), TaskEntry('posture', posture, 1)])
+    assert ctrl.task('near') is near and ctrl.task('posture') is posture
+    with pytest.raises(KeyError):
+        ctrl.task('far')
+    result = ctrl.compute(random_state(panda, 1))
+    assert result.base_wrench_residual == 0.0 and result.contacts == ()

@@ -23,8 +23,12 @@ from wbc_control.tasks import (
 )
 from wbc_control.tasks.frame_orientation import QUATERNION_NORM_TOLERANCE, unit_quaternion
 from wbc_control.tasks.frame_position import TargetSet, target_set
-from wbc_control.tasks.joint_posture import merge_posture_target
-from wbc_control.tasks.task import as_slice, parse_frame
+from wbc_control.tasks.joint_posture import (
+    POSITION_LIMIT_TOLERANCE,
+    check_posture_limits,
+    merge_posture_target,
+)
+from wbc_control.tasks.task import PDGains, as_slice, parse_frame
 
 
 def panda_tasks(panda):
@@ -192,3 +196,29 @@ def test_the_posture_jacobian_is_read_only():
     )
     with pytest.raises(ValueError):
         terms.jacobian[0, 0] = 2.0
+
+
+def test_pose_feed_forward_takes_six_values():
+    panda = robot('panda')
+    task = FramePoseTask(panda, 'panda_hand', [0.4, 0.0, 0.5, 1.0, 0.0, 0.0, 0.0], kp=10.0)
+    task.set_target([0.4, 0.0, 0.5, 1.0, 0.0, 0.0, 0.0], np.full(6, 0.1), np.full(6, 0.2))
+    with pytest.raises(InvalidShape):
+        task.set_target([0.4, 0.0, 0.5, 1.0, 0.0, 0.0, 0.0], np.full(7, 0.1))
+
+
+def test_posture_targets_at_the_limits_are_accepted_within_the_tolerance():
+    panda = robot('panda')
+    lower, upper = panda.position_limits
+    check_posture_limits(panda, lower.copy())
+    check_posture_limits(panda, upper.copy())
+    check_posture_limits(panda, lower - 0.5 * POSITION_LIMIT_TOLERANCE)
+    check_posture_limits(panda, upper + 0.5 * POSITION_LIMIT_TOLERANCE)
+    with pytest.raises(InvalidValue):
+        check_posture_limits(panda, lower - 2.0 * POSITION_LIMIT_TOLERANCE)
+    with pytest.raises(InvalidValue):
+        check_posture_limits(panda, upper + 2.0 * POSITION_LIMIT_TOLERANCE)
+
+
+def test_kd_defaults_to_critical_damping_and_says_so():
+    assert PDGains.create(4.0, None, 3).critically_damped
+    assert not PDGains.create(4.0, 1.0, 3).critically_damped
