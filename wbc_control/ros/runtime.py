@@ -124,24 +124,28 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
     node = None
     code = 0
     try:
-        node = factory()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        # Everything built so far lives as long as the node: keep it out of the collector's
-        # passes, so that a collection during a tick walks only what the tick allocated.
-        gc.collect()
-        gc.freeze()
-        executor.spin()
-    except WbcError as error:
-        rclpy.logging.get_logger(name).fatal(str(error))
-        code = 1
+        # The outer try catches a stop signal that arrives while a start-up error is being
+        # reported (ros2 launch stops the other nodes when one fails to start): no traceback.
+        try:
+            node = factory()
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            # Everything built so far lives as long as the node: keep it out of the
+            # collector's passes, so that a collection during a tick walks only what the
+            # tick allocated.
+            gc.collect()
+            gc.freeze()
+            executor.spin()
+        except WbcError as error:
+            code = 1
+            rclpy.logging.get_logger(name).fatal(str(error))
+        except rclpy_implementation.RCLError:
+            # A signal can invalidate the context while the node is still being built or a
+            # callback still runs; only an error raised while rclpy is still up is a failure.
+            if rclpy.ok():
+                raise
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except rclpy_implementation.RCLError:
-        # A signal can invalidate the context while the node is still being built or a
-        # callback still runs; only an error raised while rclpy is still up is a failure.
-        if rclpy.ok():
-            raise
     finally:
         signals.stopping = True
         _shut_down(node)
