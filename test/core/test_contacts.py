@@ -146,6 +146,7 @@ def test_friction_cone_report_between_mu_and_two_mu(kind):
     force[2] = 0.5  # a light push, straight down: inside the cone whatever its size
     (report,) = contact_force_reports([contact], force, mu)
     assert report.friction_ratio == 0.0 and not report.outside_friction_cone
+    assert not report.pulling
 
 
 # Johnson 2024, section 5: a crank-slider whose coupler is massless. M is singular (eq 31) but the
@@ -222,6 +223,15 @@ def test_bad_contact_descriptions():
             contacts=[Contact.create(talos, 'left_sole_link')],
             friction_coefficient=-1.0,
         )
+
+
+def test_contact_types_fix_6_3_and_1_directions():
+    talos = robot('talos')
+    dims = [
+        Contact.create(talos, 'left_sole_link', k, [0, 0, 1]).dim
+        for k in ('surface', 'point', 'along')
+    ]
+    assert dims == [6, 3, 1]
 
 
 def test_an_along_contact_takes_a_finite_non_zero_axis_and_normalises_it():
