@@ -1,14 +1,16 @@
 """Live parameter changes: planned as a batch, applied whole or not at all (config/live.py)."""
 
-from pathlib import Path
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
 import numpy.testing as npt
+from panda_example import (
+    example_controller,
+    example_specs,
+    panda,
+    ready_state,
+)
 import pytest
-from robots import robot
-import yaml
 
 from wbc_control.config.live import (
     apply_live_update,
@@ -17,41 +19,8 @@ from wbc_control.config.live import (
     plan_task_updates,
 )
 from wbc_control.config.settings import parse_controller_settings
-from wbc_control.config.tasks import TaskSpec, build_entries, parse_tasks, task_specs
-from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.config.tasks import task_specs
 from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
-from wbc_control.model.robot_model import RobotModel
-from wbc_control.model.robot_state import RobotState
-
-CONFIG = Path(__file__).resolve().parents[2] / 'config' / 'panda_controller.yaml'
-READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
-HAND = {'type': 'frame_pose', 'frame': 'panda_hand', 'kp': 100.0}
-
-
-def panda() -> RobotModel:
-    return robot('panda')
-
-
-def example_parameters() -> dict:
-    (section,) = yaml.safe_load(CONFIG.read_text()).values()  # keyed /** or by the node name
-    return section['ros__parameters']
-
-
-def example_specs() -> dict[str, TaskSpec]:
-    parameters = example_parameters()
-    specs = parse_tasks(panda(), parameters['task_names'], parameters['tasks'])
-    return {spec.name: spec for spec in specs}
-
-
-def example_controller(specs: dict[str, TaskSpec]) -> PrioritizedController:
-    return PrioritizedController(panda(), build_entries(panda(), specs.values()))
-
-
-def ready_state() -> RobotState:
-    state = RobotState(panda())
-    state.update(panda().configuration(READY), np.zeros(panda().nv))
-    return state
-
 
 # Live updates -------------------------------------------------------------------------------
 
