@@ -9,7 +9,7 @@ quaternion x, y, z, w; 'joint_state' (sensor_msgs/JointState) -> (names, positio
 import array
 from typing import NamedTuple
 
-from geometry_msgs.msg import PointStamped, PoseStamped
+from geometry_msgs.msg import PointStamped, Pose, PoseStamped
 from nav_msgs.msg import Odometry
 import numpy as np
 from sensor_msgs.msg import JointState
@@ -24,24 +24,27 @@ def stamp_seconds(header: Header) -> float:
     return header.stamp.sec + 1e-9 * header.stamp.nanosec
 
 
+def pose_values(pose: Pose) -> list[float]:
+    """A geometry_msgs/Pose as x, y, z, qx, qy, qz, qw."""
+    position, orientation = pose.position, pose.orientation
+    return [
+        position.x,
+        position.y,
+        position.z,
+        orientation.x,
+        orientation.y,
+        orientation.z,
+        orientation.w,
+    ]
+
+
 def decode_target(kind: str, msg: PointStamped | PoseStamped | JointState) -> object:
     """What a target message of `kind` carries, as the task classes read it."""
     if kind == 'joint_state':
         return list(msg.name), list(msg.position)
     if kind == 'point':
         return np.array([msg.point.x, msg.point.y, msg.point.z])
-    position, orientation = msg.pose.position, msg.pose.orientation
-    return np.array(
-        [
-            position.x,
-            position.y,
-            position.z,
-            orientation.x,
-            orientation.y,
-            orientation.z,
-            orientation.w,
-        ]
-    )
+    return np.array(pose_values(msg.pose))
 
 
 class OdometryArrays(NamedTuple):
@@ -56,21 +59,11 @@ class OdometryArrays(NamedTuple):
 
 def odometry_arrays(msg: Odometry) -> OdometryArrays:
     """The fields of an odometry message the controller reads."""
-    pose, twist = msg.pose.pose, msg.twist.twist
-    position, orientation = pose.position, pose.orientation
-    linear, angular = twist.linear, twist.angular
+    linear, angular = msg.twist.twist.linear, msg.twist.twist.angular
     return OdometryArrays(
         msg.header.frame_id,
         msg.child_frame_id,
-        [
-            position.x,
-            position.y,
-            position.z,
-            orientation.x,
-            orientation.y,
-            orientation.z,
-            orientation.w,
-        ],
+        pose_values(msg.pose.pose),
         [linear.x, linear.y, linear.z, angular.x, angular.y, angular.z],
         stamp_seconds(msg.header),
     )
