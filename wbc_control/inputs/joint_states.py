@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.exceptions import InvalidShape, InvalidValue, MissingJoints, WbcError
-from wbc_control.inputs.timing import DEFAULT_FUTURE_TOLERANCE_S, StampRules
+from wbc_control.exceptions import InvalidShape, InvalidValue, MissingJoints
+from wbc_control.inputs.timing import DEFAULT_FUTURE_TOLERANCE_S, InputRejected, StampRules
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
 
 #: Radians (metres for prismatic joints) a position may lie beyond its URDF limit.
@@ -25,13 +25,8 @@ DEFAULT_POSITION_MARGIN = 0.1
 DEFAULT_VELOCITY_FACTOR = 2.0
 
 
-class JointStateRejected(WbcError):
-    """A joint-state sample was rejected; `reason` is a short machine-friendly key."""
-
-    def __init__(self, reason: str, detail: str, restarted: bool = False) -> None:
-        self.reason = reason
-        self.restarted = restarted  # the time rules restarted before rejecting (see timing)
-        super().__init__(f'{reason}: {detail}')
+class JointStateRejected(InputRejected):
+    """A joint-state sample was rejected."""
 
 
 class JointSample(NamedTuple):

@@ -22,9 +22,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.exceptions import InvalidValue, WbcError
+from wbc_control.exceptions import InvalidValue
 from wbc_control.inputs.joint_states import JointSample
-from wbc_control.inputs.timing import DEFAULT_FUTURE_TOLERANCE_S, StampRules
+from wbc_control.inputs.timing import DEFAULT_FUTURE_TOLERANCE_S, InputRejected, StampRules
 from wbc_control.tasks.frame_orientation import unit_quaternion
 
 ODOM_PAIRINGS = ('latest', 'stamp')
@@ -32,13 +32,8 @@ ODOM_PAIRINGS = ('latest', 'stamp')
 QUATERNION_NORM_TOLERANCE = 1e-3
 
 
-class OdometryRejected(WbcError):
-    """An odometry sample was rejected; `reason` is a short machine-friendly key."""
-
-    def __init__(self, reason: str, detail: str, restarted: bool = False) -> None:
-        self.reason = reason
-        self.restarted = restarted  # the time rules restarted before rejecting (see timing)
-        super().__init__(f'{reason}: {detail}')
+class OdometryRejected(InputRejected):
+    """An odometry sample was rejected."""
 
 
 class BaseSample(NamedTuple):

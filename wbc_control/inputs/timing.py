@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.exceptions import InvalidValue
+from wbc_control.exceptions import InvalidValue, WbcError
 
 #: Default tolerance (s) for stamps ahead of the node's clock (clock skew between hosts).
 DEFAULT_FUTURE_TOLERANCE_S = 0.05
@@ -34,6 +34,15 @@ def _positive(value: float, what: str) -> float:
     if not value > 0.0:
         raise InvalidValue(f'{what} must be > 0 (inf for none), got {value}')
     return value
+
+
+class InputRejected(WbcError):
+    """An input sample was rejected; `reason` is a short machine-friendly key."""
+
+    def __init__(self, reason: str, detail: str, restarted: bool = False) -> None:
+        self.reason = reason
+        self.restarted = restarted  # the time rules restarted before rejecting
+        super().__init__(f'{reason}: {detail}')
 
 
 class StampVerdict(NamedTuple):
