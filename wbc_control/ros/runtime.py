@@ -146,6 +146,11 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
             # callback still runs; only an error raised while rclpy is still up is a failure.
             if rclpy.ok():
                 raise
+        except RuntimeError:
+            # The stop signal's KeyboardInterrupt raised inside rclpy's C++ (taking a message)
+            # comes out as pybind11's RuntimeError: a requested stop, not a failure.
+            if not signals.stopping:
+                raise
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
