@@ -9,9 +9,9 @@ PACKAGE_NAME = 'wbc_control'
 # Executables, one 'name = module:function' string per line. Each is added by the change that
 # makes its node work, never as a stub; test/test_packaging.py checks that every entry imports.
 CONSOLE_SCRIPTS = [
-    'wbc_controller = wbc_control.ros.controller_node:main',
-    'wbc_sim = wbc_control.ros.sim_node:main',
-    'wbc_diagnostics = wbc_control.ros.diagnostics_node:main',
+    'wbc_controller = wbc_control.ros.entry_points:controller',
+    'wbc_sim = wbc_control.ros.entry_points:sim',
+    'wbc_diagnostics = wbc_control.ros.entry_points:diagnostics',
     'wbc_demo = wbc_control.demo.main:main',
     'wbc_bench = wbc_control.benchmark:main',
 ]

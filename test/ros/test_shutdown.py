@@ -125,3 +125,35 @@ def test_a_busy_loop_stops_within_a_second_of_sigint(probe: RosProbe, signal_cou
         assert code == 0, f'{script} exit code {code}\n{output}'
         assert elapsed_s < STOP_S, f'{script} took {elapsed_s:.2f} s to exit\n{output}'
         assert 'Traceback' not in output, output
+
+
+def catches_sigterm(pid: int) -> bool:
+    """True once the process handles SIGTERM: Python does not by default, our entry points do."""
+    status = Path(f'/proc/{pid}/status').read_text()
+    caught = int(
+        next(line for line in status.splitlines() if line.startswith('SigCgt:')).split()[1], 16
+    )
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.parametrize('delay_s', [0.0, 0.3, 1.5], ids=['importing', 'early', 'later'])
+@pytest.mark.parametrize('script', sorted(NODE_CONFIGS))
+def test_a_node_signalled_while_starting_stops_quietly(script: str, delay_s: float) -> None:
+    # ros2 launch signals every node when one fails to start, often while the others are still
+    # importing numpy, scipy and Pinocchio: whatever phase the signal lands in, once the
+    # interpreter runs our code, the exit is clean. (A signal during the interpreter's own
+    # start-up, before any package code runs, ends it by Python's default rule.)
+    node = start(script)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while node.alive() and not catches_sigterm(node.process.pid):
+            assert time.monotonic() < deadline, node.output()
+            time.sleep(0.001)
+        time.sleep(delay_s)
+        code, elapsed_s = stop(node, [signal.SIGINT])
+    finally:
+        node.__exit__(None, None, None)
+    output = node.output()
+    assert code == 0, f'{script} exit code {code} after {delay_s} s\n{output}'
+    assert elapsed_s < STOP_S, f'{script} took {elapsed_s:.2f} s to exit\n{output}'
+    assert 'Traceback' not in output, output

@@ -1,0 +1,39 @@
+"""The nodes' console scripts (setup.py): a stop signal during the start-up imports is quiet.
+
+Importing a node pulls in rclpy, numpy, scipy, Pinocchio (and MuJoCo for the simulator): a second
+or more on a loaded machine. ``ros2 launch`` sends SIGINT to every node when one of them fails to
+start, so the signal often lands inside those imports, before :func:`runtime.run_node` has
+installed its handlers; Python's default handler would print a KeyboardInterrupt traceback from
+deep inside scipy. Nothing needs cleaning up at that point (rclpy is not initialised, no DDS
+entity exists), so the process simply ends with code 0, as after any requested stop.
+"""
+
+import importlib
+import os
+import signal
+
+
+def _stop_during_imports(number: int, frame: object) -> None:
+    os._exit(0)
+
+
+def _run(module: str) -> None:
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, _stop_during_imports)
+    # run_node replaces these handlers with its own before it initialises rclpy.
+    importlib.import_module(module).main()
+
+
+def controller() -> None:
+    """``wbc_controller``."""
+    _run('wbc_control.ros.controller_node')
+
+
+def sim() -> None:
+    """``wbc_sim``."""
+    _run('wbc_control.ros.sim_node')
+
+
+def diagnostics() -> None:
+    """``wbc_diagnostics``."""
+    _run('wbc_control.ros.diagnostics_node')
