@@ -17,7 +17,13 @@ import pinocchio as pin
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
-from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
+from wbc_control.tasks.task import (
+    PDGains,
+    ReferenceSample,
+    Task,
+    TaskTerms,
+    as_axis_vector,
+)
 
 QUATERNION_NORM_TOLERANCE = 1e-2
 IDENTITY_XYZW = np.array([0.0, 0.0, 0.0, 1.0])
@@ -71,19 +77,31 @@ class AngularReference:
         angular_velocity: npt.ArrayLike | None = None,
         angular_acceleration: npt.ArrayLike | None = None,
     ) -> 'AngularReference':
-        """Validate a reference; feed-forward terms default to zero."""
+        """Validate a reference; feed-forward terms default to zero (own copies of the arrays)."""
         zero = np.zeros(3)
         return cls(
-            rotation_from_quaternion(quaternion_xyzw),
+            np.array(rotation_from_quaternion(quaternion_xyzw)),
             as_axis_vector(
                 zero if angular_velocity is None else angular_velocity, 3, 'angular velocity'
-            ),
+            ).copy(),
             as_axis_vector(
                 zero if angular_acceleration is None else angular_acceleration,
                 3,
                 'angular acceleration',
-            ),
+            ).copy(),
         )
+
+    def read(self, sample: ReferenceSample) -> None:
+        """Copy rotation, ω and ω̇ into `sample`."""
+        np.copyto(sample.rotation, self.rotation)
+        np.copyto(sample.velocity, self.angular_velocity)
+        np.copyto(sample.acceleration, self.angular_acceleration)
+
+    def write(self, sample: ReferenceSample) -> None:
+        """Copy `sample` into the reference's arrays (no allocation)."""
+        np.copyto(self.rotation, sample.rotation)
+        np.copyto(self.angular_velocity, sample.velocity)
+        np.copyto(self.angular_acceleration, sample.acceleration)
 
 
 def orientation_terms(
@@ -106,6 +124,7 @@ class FrameOrientationTask(Task):
     TYPE = 'frame_orientation'
     FIELDS = ('frame',)
     MESSAGE = 'pose'
+    TRAJECTORY = 'rotation'
 
     def __init__(
         self,
@@ -155,6 +174,17 @@ class FrameOrientationTask(Task):
         self.reference = AngularReference.create(
             quaternion_xyzw, angular_velocity, angular_acceleration
         )
+
+    def reference_sample(self) -> ReferenceSample:
+        """A rotation, ω and ω̇ (world axes)."""
+        return ReferenceSample(0, True, 3)
+
+    def read_reference(self, sample: ReferenceSample) -> None:
+        """Rotation, angular velocity and acceleration (world axes)."""
+        self.reference.read(sample)
+
+    def _copy_reference(self, sample: ReferenceSample) -> None:
+        self.reference.write(sample)
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring."""

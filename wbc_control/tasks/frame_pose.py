@@ -24,7 +24,13 @@ from wbc_control.tasks.frame_orientation import (
     rotation_from_quaternion,
 )
 from wbc_control.tasks.frame_position import LinearReference
-from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
+from wbc_control.tasks.task import (
+    PDGains,
+    ReferenceSample,
+    Task,
+    TaskTerms,
+    as_axis_vector,
+)
 
 
 class PoseReference(NamedTuple):
@@ -42,6 +48,7 @@ class FramePoseTask(Task):
     TYPE = 'frame_pose'
     FIELDS = ('frame',)
     MESSAGE = 'pose'
+    TRAJECTORY = 'pose'
 
     def __init__(
         self,
@@ -102,7 +109,33 @@ class FramePoseTask(Task):
         )
         linear = LinearReference.create(pose[:3], twist[:3], acceleration[:3])
         angular = AngularReference.create(pose[3:], twist[3:], acceleration[3:])
+        twist, acceleration = np.empty(6), np.empty(6)
+        # The stacked vectors the law reads are the parts' arrays, so that a trajectory
+        # writes each value once.
+        twist[:3], twist[3:] = linear.velocity, angular.angular_velocity
+        acceleration[:3], acceleration[3:] = linear.acceleration, angular.angular_acceleration
+        linear = LinearReference(linear.position, twist[:3], acceleration[:3])
+        angular = AngularReference(angular.rotation, twist[3:], acceleration[3:])
         self.references = PoseReference(linear, angular, twist, acceleration)
+
+    def reference_sample(self) -> ReferenceSample:
+        """A position, a rotation, and the twist and its derivative stacked (linear, angular)."""
+        return ReferenceSample(3, True, 6)
+
+    def read_reference(self, sample: ReferenceSample) -> None:
+        """Position, rotation, twist and acceleration (world axes; linear then angular)."""
+        references = self.references
+        np.copyto(sample.position, references.linear.position)
+        np.copyto(sample.rotation, references.angular.rotation)
+        np.copyto(sample.velocity, references.twist)
+        np.copyto(sample.acceleration, references.acceleration)
+
+    def _copy_reference(self, sample: ReferenceSample) -> None:
+        references = self.references
+        np.copyto(references.linear.position, sample.position)
+        np.copyto(references.angular.rotation, sample.rotation)
+        np.copyto(references.twist, sample.velocity)
+        np.copyto(references.acceleration, sample.acceleration)
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Stacked position and orientation terms; see the module docstring."""

@@ -8,7 +8,8 @@ constrained directions::
     J = P J_lin,   J̇v = P a_lin,   e = P (p_ref − p)
     ẍ* = P [Pᵀ P ẍ_ref + K_d Pᵀ P (ṗ_ref − ṗ) + K_p Pᵀ P (p_ref − p)]
 
-where K_p, K_d are diagonal per world axis and the free directions are left uncontrolled.
+where K_p, K_d are diagonal per world axis and the free directions are left uncontrolled: a
+trajectory's velocity and acceleration are fed forward along the constrained directions only.
 """
 
 from collections.abc import Mapping
@@ -21,7 +22,13 @@ import numpy.typing as npt
 from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
-from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector
+from wbc_control.tasks.task import (
+    PDGains,
+    ReferenceSample,
+    Task,
+    TaskTerms,
+    as_axis_vector,
+)
 
 
 class TargetSet(Enum):
@@ -64,15 +71,30 @@ class LinearReference:
         velocity: npt.ArrayLike | None = None,
         acceleration: npt.ArrayLike | None = None,
     ) -> 'LinearReference':
-        """Validate a reference; velocity and acceleration feed-forward default to zero."""
+        """Validate a reference; velocity and acceleration feed-forward default to zero.
+
+        The reference owns copies of the arrays (a trajectory writes into them).
+        """
         zero = np.zeros(3)
         return cls(
-            as_axis_vector(position, 3, 'target position'),
-            as_axis_vector(zero if velocity is None else velocity, 3, 'target velocity'),
+            as_axis_vector(position, 3, 'target position').copy(),
+            as_axis_vector(zero if velocity is None else velocity, 3, 'target velocity').copy(),
             as_axis_vector(
                 zero if acceleration is None else acceleration, 3, 'target acceleration'
-            ),
+            ).copy(),
         )
+
+    def read(self, sample: ReferenceSample) -> None:
+        """Copy position, velocity and acceleration into `sample`."""
+        np.copyto(sample.position, self.position)
+        np.copyto(sample.velocity, self.velocity)
+        np.copyto(sample.acceleration, self.acceleration)
+
+    def write(self, sample: ReferenceSample) -> None:
+        """Copy `sample` into the reference's arrays (no allocation)."""
+        np.copyto(self.position, sample.position)
+        np.copyto(self.velocity, sample.velocity)
+        np.copyto(self.acceleration, sample.acceleration)
 
 
 def constrained_directions(target_set: TargetSet, axis: npt.ArrayLike | None) -> np.ndarray:
@@ -147,6 +169,13 @@ class LinearTarget:
         For line and plane target sets the position is any point on the line or plane.
         """
         self.reference = LinearReference.create(position, velocity, acceleration)
+
+    def read_reference(self, sample: ReferenceSample) -> None:
+        """Position, velocity and acceleration (world, 3 each)."""
+        self.reference.read(sample)
+
+    def _copy_reference(self, sample: ReferenceSample) -> None:
+        self.reference.write(sample)
 
 
 class FramePositionTask(LinearTarget, Task):

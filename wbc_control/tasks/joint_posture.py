@@ -17,7 +17,14 @@ import pinocchio as pin
 from wbc_control.exceptions import InvalidShape, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
-from wbc_control.tasks.task import PDGains, Task, TaskTerms, as_axis_vector, as_slice
+from wbc_control.tasks.task import (
+    PDGains,
+    ReferenceSample,
+    Task,
+    TaskTerms,
+    as_axis_vector,
+    as_slice,
+)
 
 #: How far (rad or m) a posture target may lie beyond a URDF position limit (rounding).
 POSITION_LIMIT_TOLERANCE = 1e-6
@@ -84,6 +91,7 @@ class JointPostureTask(Task):
 
     TYPE = 'joint_posture'
     MESSAGE = 'joint_state'
+    TRAJECTORY = 'joint'
 
     def __init__(
         self,
@@ -118,7 +126,25 @@ class JointPostureTask(Task):
             zero if accelerations is None else accelerations, size, 'acceleration'
         )
         q_reference = self.robot.configuration(positions)
-        self._reference = (q_reference, positions, velocities, accelerations)
+        self._reference = (q_reference, positions.copy(), velocities.copy(), accelerations.copy())
+
+    def reference_sample(self) -> ReferenceSample:
+        """Joint positions, velocities and accelerations in actuated-joint order."""
+        return ReferenceSample(self.dim, False, self.dim)
+
+    def read_reference(self, sample: ReferenceSample) -> None:
+        """Positions, velocities and accelerations (actuated-joint order)."""
+        _, positions, velocities, accelerations = self._reference
+        np.copyto(sample.position, positions)
+        np.copyto(sample.velocity, velocities)
+        np.copyto(sample.acceleration, accelerations)
+
+    def _copy_reference(self, sample: ReferenceSample) -> None:
+        q_reference, positions, velocities, accelerations = self._reference
+        np.copyto(positions, sample.position)
+        np.copyto(velocities, sample.velocity)
+        np.copyto(accelerations, sample.acceleration)
+        self.robot.configuration(positions, out=q_reference)
 
     @classmethod
     def gains_size_for(cls, robot: RobotModel) -> int:

@@ -13,8 +13,11 @@ crisp_controllers' `error_clip` does; the reported error stays the true one. The
 moves towards a far target at the speed and torque of an e_max error.
 
 Priority and weight are not part of a task; they belong to the controller's task list.
-Gains and references are replaced as whole immutable objects, so a reader never sees half of
-an update.
+Gains and set-point references are replaced as whole immutable objects, so a reader never sees
+half of an update. A moving reference (a trajectory) is the exception, for speed: each tick,
+before the controller reads the task, :meth:`Task.write_reference` copies a
+:class:`ReferenceSample` (position, velocity, acceleration) into the reference's own arrays,
+without allocating, on the thread that runs the tick.
 
 Everything the configuration needs to know about a task *type* is on its class (the `type`
 string, its extra parameters, gain and target sizes, how to read and check a target, how to
@@ -163,6 +166,24 @@ class TaskSpecLike(Protocol):
     max_error: float
 
 
+class ReferenceSample:
+    """Preallocated buffers for one reference sample: what a trajectory writes each tick.
+
+    Attributes:
+        position: (p,) positions: x, y, z (COM, frame position, frame pose) or joint positions
+            in actuated order (joint posture); empty for an orientation.
+        rotation: (3, 3) rotation matrix in the world (orientation and pose), else None.
+        velocity: (k,) ẋ_ref, world axes; a pose stacks (linear, angular).
+        acceleration: (k,) ẍ_ref, like `velocity`.
+    """
+
+    def __init__(self, positions: int, rotation: bool, rates: int) -> None:
+        self.position = np.zeros(positions)
+        self.rotation = np.eye(3) if rotation else None
+        self.velocity = np.zeros(rates)
+        self.acceleration = np.zeros(rates)
+
+
 class Task(ABC):
     """An operational-space task of fixed dimension.
 
@@ -172,11 +193,15 @@ class Task(ABC):
             kp, kd, target and weight; they are passed to the constructor by name.
         MESSAGE: what `~/<name>/target` carries: 'point' (x, y, z), 'pose' (x, y, z and a
             quaternion x, y, z, w) or 'joint_state' (names and positions).
+        TRAJECTORY: what a trajectory of the task moves (the layout of its
+            :class:`ReferenceSample`): 'linear' (x, y, z), 'rotation', 'pose' (both) or
+            'joint' (every actuated joint).
     """
 
     TYPE: ClassVar[str]
     FIELDS: ClassVar[tuple[str, ...]] = ()
     MESSAGE: ClassVar[str] = 'point'
+    TRAJECTORY: ClassVar[str] = 'linear'
 
     def __init__(self, dim: int, gains: PDGains) -> None:
         self.dim = dim
@@ -214,6 +239,32 @@ class Task(ABC):
     @abstractmethod
     def target_from_state(self, state: RobotState) -> np.ndarray:
         """The target that holds the task where the robot is now (`target` parameter format)."""
+
+    # Moving references (per tick, no allocation) -----------------------------------------
+
+    def reference_sample(self) -> ReferenceSample:
+        """New buffers in the layout :meth:`write_reference` reads (allocate once, reuse)."""
+        return ReferenceSample(3, False, 3)
+
+    def read_reference(self, sample: ReferenceSample) -> None:
+        """Copy the reference in force (position, velocity, acceleration) into `sample`.
+
+        Raises:
+            InvalidTaskConfig: the task type takes no trajectory.
+        """
+        raise InvalidTaskConfig(f'a {self.TYPE} task takes no trajectory')
+
+    def write_reference(self, sample: ReferenceSample) -> None:
+        """Copy a trusted sample (finite, validated upstream) into the reference in force.
+
+        The task then no longer waits for a state to take its target from.
+        """
+        self._copy_reference(sample)
+        self.target_pending = False
+
+    def _copy_reference(self, sample: ReferenceSample) -> None:
+        """Copy `sample` into the reference's own arrays with no allocation."""
+        raise InvalidTaskConfig(f'a {self.TYPE} task takes no trajectory')
 
     # Configuration of the type -----------------------------------------------------------
 
