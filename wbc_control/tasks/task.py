@@ -208,6 +208,9 @@ class Task(ABC):
         self._gains = gains
         #: Built without a target: it holds the value measured at the first state.
         self.target_pending = False
+        #: Counts the targets assigned (:meth:`assign_target`): a trajectory that sees it
+        #: change knows a set-point replaced it.
+        self.target_count = 0
 
     @property
     def gains(self) -> PDGains:
@@ -324,6 +327,7 @@ class Task(ABC):
         """Replace the target (parameter format); the task no longer waits for a state."""
         self.set_target(target)
         self.target_pending = False
+        self.target_count += 1
 
     def set_target_from_state(self, state: RobotState) -> np.ndarray:
         """Hold the task where the robot is now (pink's `set_target_from_configuration`)."""
