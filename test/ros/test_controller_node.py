@@ -6,6 +6,7 @@ through an rclpy probe node. Nodes that several tests share are module-scoped.
 
 from collections.abc import Callable
 from pathlib import Path
+import re
 import signal
 import time
 
@@ -19,6 +20,7 @@ import pytest
 from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from robots import robot
 from ros_support import NodeProcess, RosProbe
 from sensor_msgs.msg import JointState
@@ -58,6 +60,17 @@ COMMON = {
     'joint_limits': False,
 }
 ZERO = np.zeros(len(JOINTS))
+# Upper bounds of waits for the node (wall clock; generous for a loaded machine).
+ANSWER_TIMEOUT_S = 30.0
+SERVICE_TIMEOUT_S = 30.0
+DIAGNOSTICS_TIMEOUT_S = 30.0
+# The posture controller's joint_state_timeout (s): stamps up to this old are judged by their
+# order, and its watchdog stays quiet while a test waits on it.
+POSTURE_TIMEOUT_S = 60.0
+# The stale controller's joint_state_timeout (s).
+STALE_TIMEOUT_S = 0.2
+# A joint state, or a function that makes a fresh one at every (re-)publication.
+StateSource = JointState | Callable[[], JointState]
 # A driver that adds gravity itself (e.g. Franka); the watchdog fires after 0.2 s.
 COMPENSATED = {
     'robot_compensates_gravity': True,
@@ -113,6 +126,11 @@ def joint_state(
     return msg
 
 
+def equal_to(expected: np.ndarray) -> Callable[[np.ndarray], bool]:
+    """Accepts the command `expected` (within round-off)."""
+    return lambda command: np.allclose(command, expected, rtol=1e-9, atol=1e-9)
+
+
 def changed_from(before: np.ndarray) -> Callable[[np.ndarray], bool]:
     """Accepts a task torque (not the zero safe command) that differs from `before`."""
     return lambda command: np.abs(command).max() > 1e-9 and not np.allclose(command, before)
@@ -164,15 +182,42 @@ class Controller:
         """Publish one joint state."""
         self.joint_states.publish(msg)
 
-    def command_after(self, msg: JointState, accept: Callable[[np.ndarray], bool]) -> np.ndarray:
+    def command_after(self, msg: StateSource, accept: Callable[[np.ndarray], bool]) -> np.ndarray:
         """Publish `msg` (again every 0.5 s) until a command that `accept`s arrives."""
         self.commands.clear()
-        deadline = time.monotonic() + 10.0
+        return self.commands[self._answer(msg, accept)][1]
+
+    def commands_before_answer(
+        self, msg: StateSource, accept: Callable[[np.ndarray], bool]
+    ) -> list[np.ndarray]:
+        """Publish `msg` until a command that `accept`s arrives; the commands that came before.
+
+        The node handles one publisher's states in order and the probe hears its commands in
+        order, so once the answer to `msg` is here, whatever earlier states caused is here too.
+        """
+        return [command for _, command in self.commands[: self._answer(msg, accept)]]
+
+    def _answer(self, msg: StateSource, accept: Callable[[np.ndarray], bool]) -> int:
+        """Publish `msg` every 0.5 s until a command that `accept`s arrives; its index.
+
+        `msg` is a message, or a function that makes a fresh one for every publication.
+        """
+        make = msg if callable(msg) else lambda: msg
+        start = len(self.commands)
+
+        def answered() -> int | None:
+            found = (i for i in range(start, len(self.commands)) if accept(self.commands[i][1]))
+            return next(found, None)
+
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
         while time.monotonic() < deadline:
-            self.publish(msg)
-            if self.probe.spin_until(lambda: any(accept(c) for _, c in self.commands), 0.5):
-                return next(c for _, c in self.commands if accept(c))
-        raise AssertionError(f'no matching command; node output:\n{self.process.output()}')
+            self.publish(make())
+            if self.probe.spin_until(lambda: answered() is not None, 0.5):
+                return answered()
+        raise AssertionError(
+            f'no matching command within {ANSWER_TIMEOUT_S} s of publishing a joint state; '
+            f'node output:\n{self.process.output()}'
+        )
 
     def torque_for(self, msg: JointState) -> np.ndarray:
         """The task torque (not the zero safe command) that answers `msg`."""
@@ -199,10 +244,14 @@ class Controller:
 
     def _call(self, client, request):
         future = client.call_async(request)
-        assert self.probe.spin_until(future.done, 10.0), 'parameter service did not answer'
+        assert self.probe.spin_until(future.done, SERVICE_TIMEOUT_S), (
+            f'parameter service did not answer within {SERVICE_TIMEOUT_S} s'
+        )
         return future.result()
 
-    def diagnostics(self, condition: Callable[[dict], bool], timeout: float = 10.0) -> dict:
+    def diagnostics(
+        self, condition: Callable[[dict], bool], timeout: float = DIAGNOSTICS_TIMEOUT_S
+    ) -> dict:
         """The latest statuses of this node ({check: status}) once `condition` holds."""
         latest: dict = {}
 
@@ -219,7 +268,7 @@ class Controller:
             met = self.probe.spin_until(lambda: bool(latest) and condition(latest), timeout)
         finally:
             self.probe.node.destroy_subscription(subscription)
-        assert met, f'diagnostics condition not met; last: {latest}'
+        assert met, f'diagnostics condition not met within {timeout} s; last: {latest}'
         return latest
 
     def stop(self, sig: int = signal.SIGINT) -> int:
@@ -294,7 +343,7 @@ def nodes(probe):
             probe,
             '/posture',
             'posture_controller',
-            {**COMMON, **POSTURE, 'joint_state_timeout': 3.0},
+            {**COMMON, **POSTURE, 'joint_state_timeout': POSTURE_TIMEOUT_S},
         ),
         # The shipped Panda example (hand pose over posture), commanding all nine joints.
         'example': Controller(
@@ -317,7 +366,10 @@ def nodes(probe):
             ],
         ),
         'stale': Controller(
-            probe, '/stale', 'stale_controller', {**COMMON, **POSTURE, 'joint_state_timeout': 0.2}
+            probe,
+            '/stale',
+            'stale_controller',
+            {**COMMON, **POSTURE, 'joint_state_timeout': STALE_TIMEOUT_S},
         ),
         'SIGINT': Controller(probe, '/sigint', 'sigint_controller', {**COMMON, **POSTURE}),
         'SIGTERM': Controller(probe, '/sigterm', 'sigterm_controller', {**COMMON, **POSTURE}),
@@ -410,9 +462,35 @@ def test_joint_order_and_extra_joints_do_not_matter(posture):
     npt.assert_allclose(posture.torque_for(shuffled), reference, rtol=1e-12, atol=1e-12)
 
 
-def rejected_count(controller: Controller, reason: str) -> int:
-    inputs = controller.diagnostics(lambda s: 'inputs' in s)['inputs']
-    return int(values(inputs).get(f'rejected.joint_states.{reason}', 0))
+def counters(controller: Controller) -> dict[str, int]:
+    """The node's counters now: rejected inputs by reason, non-finite torques, compute errors."""
+    statuses = controller.diagnostics(lambda s: {'inputs', 'torques'} <= set(s))
+    inputs, torques = values(statuses['inputs']), values(statuses['torques'])
+    counted = {key: int(value) for key, value in inputs.items() if key.startswith('rejected.')}
+    for key in ('non_finite_torques', 'compute_errors'):
+        counted[key] = int(torques[key])
+    return counted
+
+
+def wait_rejected(controller: Controller, reasons: tuple[str, ...], at_least: int) -> None:
+    """Until the node has counted `at_least` joint states rejected for one of `reasons`."""
+
+    def counted(statuses: dict) -> bool:
+        inputs = values(statuses['inputs']) if 'inputs' in statuses else {}
+        keys = [f'rejected.joint_states.{reason}' for reason in reasons]
+        return sum(int(inputs.get(key, 0)) for key in keys) >= at_least
+
+    controller.diagnostics(counted)
+
+
+def rejected(counted: dict[str, int], reasons: tuple[str, ...]) -> int:
+    return sum(counted.get(f'rejected.joint_states.{reason}', 0) for reason in reasons)
+
+
+def assert_nothing_answered(caused: list[np.ndarray], controller: Controller) -> None:
+    """No command but the safe one (zero: the watchdog's, had the node gone stale meanwhile)."""
+    answers = [command for command in caused if not np.array_equal(command, ZERO)]
+    assert answers == [], f'a rejected state was answered:\n{controller.process.output()}'
 
 
 @pytest.mark.parametrize(
@@ -429,24 +507,41 @@ def rejected_count(controller: Controller, reason: str) -> int:
 def test_bad_joint_states_never_reach_the_output(posture, reason, make):
     positions, velocities = near_ready(4)
     posture.torque_for(joint_state(JOINTS, positions, velocities))
-    before = rejected_count(posture, reason)
+    before = counters(posture)
+    posture.commands.clear()
     bad = make(positions, velocities)
     for _ in range(3):
         posture.publish(bad)
-    assert posture.commands_within(0.5) == []
-    posture.diagnostics(
-        lambda s: int(values(s['inputs']).get(f'rejected.joint_states.{reason}', 0)) >= before + 1
-    )
+    wait_rejected(posture, (reason,), rejected(before, (reason,)) + 1)
+    # A good state after the bad ones: once it is answered, the bad ones were handled.
+    marker = near_ready(22)
+    expected = core_result({**COMMON, **POSTURE}, *marker).torque
+    caused = posture.commands_before_answer(joint_state(JOINTS, *marker), equal_to(expected))
+    assert_nothing_answered(caused, posture)
+    after = counters(posture)
+    for key in ('non_finite_torques', 'compute_errors'):
+        assert after[key] == before[key], f'{key}: {before[key]} -> {after[key]}'
     assert posture.process.alive()
 
 
 def test_old_stamps_are_dropped(posture):
     early, late = near_ready(5), near_ready(6)
-    now_s = time.time()  # stamps are judged against the node's clock (timeout 3 s)
+    dropped = ('out_of_order',)
+    # Stamps are judged against the node's clock: POSTURE_TIMEOUT_S bounds this test's length.
+    now_s = time.time()
     posture.torque_for(joint_state(JOINTS, *late, stamp=stamp_of(now_s)))
-    posture.publish(joint_state(JOINTS, *early, stamp=stamp_of(now_s - 1.0)))
-    posture.publish(joint_state(JOINTS, *late, stamp=stamp_of(now_s)))
-    assert posture.commands_within(0.5) == []
+    before = rejected(counters(posture), dropped)
+    posture.commands.clear()
+    # One at a time (the node keeps only the newest state), each until the node counted it.
+    for count, (state, stamp_s) in enumerate(((early, now_s - 1.0), (late, now_s)), 1):
+        posture.publish(joint_state(JOINTS, *state, stamp=stamp_of(stamp_s)))
+        wait_rejected(posture, dropped, before + count)
+    marker = near_ready(22)
+    expected = core_result({**COMMON, **POSTURE}, *marker).torque
+    caused = posture.commands_before_answer(
+        lambda: joint_state(JOINTS, *marker, stamp=stamp_of(time.time())), equal_to(expected)
+    )
+    assert_nothing_answered(caused, posture)
     expected = core_result({**COMMON, **POSTURE}, *early).torque
     newer = joint_state(JOINTS, *early, stamp=stamp_of(time.time()))
     npt.assert_allclose(posture.torque_for(newer), expected, rtol=1e-9, atol=1e-9)
@@ -539,10 +634,9 @@ def test_a_pose_target_changes_the_torque_and_a_wrong_frame_is_rejected(example,
     state = joint_state(JOINTS, positions, velocities)
     before = example.torque_for(state)
     publisher.publish(pose('panda_hand', [0.32, 0.02, 0.58], [1.0, 0.0, 0.0, 0.0]))
-    probe.spin_for(0.3)
-    npt.assert_allclose(example.torque_for(state), before, rtol=1e-12)
     inputs = example.diagnostics(lambda s: 'rejected.targets.frame' in values(s['inputs']))
     assert values(inputs['inputs'])['rejected.targets.frame'] == '1'
+    npt.assert_allclose(example.torque_for(state), before, rtol=1e-12)
 
     publisher.publish(pose('panda_link0', [0.32, 0.02, 0.58], [1.0, 0.0, 0.0, 0.0]))
     after = example.command_after(state, changed_from(before))
@@ -576,25 +670,48 @@ def test_diagnostics_report_tasks_inputs_and_torques(example):
 # Stale input --------------------------------------------------------------------------------
 
 
+def watchdog_ages(output: str) -> list[float]:
+    """The state ages the watchdog logged when it switched to the safe command (s)."""
+    return [float(age) for age in re.findall(r'no valid joint state for ([0-9.]+) s', output)]
+
+
+def wait_safe_command(controller: Controller, safe: np.ndarray, after: np.ndarray) -> None:
+    """Until the watchdog's safe command arrives after the last command equal to `after`."""
+
+    def arrived() -> bool:
+        sent = [command for _, command in controller.commands]
+        last = max(i for i, c in enumerate(sent) if np.allclose(c, after, rtol=1e-9, atol=1e-9))
+        return any(np.allclose(c, safe, atol=1e-9) for c in sent[last + 1 :])
+
+    assert controller.probe.spin_until(arrived, ANSWER_TIMEOUT_S), (
+        f'no safe command within {ANSWER_TIMEOUT_S} s of the last joint state'
+    )
+
+
 def test_a_silent_publisher_gets_the_safe_command_not_the_last_torque(nodes, probe):
     controller = nodes['stale'].wait_ready()
     positions, velocities = near_ready(12)
     task_torque = controller.torque_for(joint_state(JOINTS, positions, velocities))
-    heard_at = time.monotonic()
-    probe.spin_for(0.6)
-    later = [(t - heard_at, c) for t, c in controller.commands if t > heard_at]
-    assert later, 'no safe command while stale'
-    assert all(np.array_equal(command, ZERO) for _, command in later)
-    assert min(t for t, _ in later) > 0.15
+    wait_safe_command(controller, ZERO, after=task_torque)
     inputs = controller.diagnostics(lambda s: values(s['inputs'])['stale'] == 'True')
     assert inputs['inputs'].level == DiagnosticStatus.ERROR
+    assert float(values(inputs['inputs'])['joint_state_age_s']) > STALE_TIMEOUT_S
+    # Since the task torque: only it (re-sent states) and then only the safe command.
+    sent = [command for _, command in controller.commands]
+    last_task = max(i for i, c in enumerate(sent) if np.allclose(c, task_torque, rtol=1e-9))
+    assert all(np.allclose(c, task_torque, rtol=1e-9) or np.array_equal(c, ZERO) for c in sent)
+    assert all(np.array_equal(c, ZERO) for c in sent[last_task + 1 :])
+    # Not before the timeout: the node logs how old the state was when it switched.
+    assert probe.spin_until(lambda: watchdog_ages(controller.process.output()), 10.0)
+    ages = watchdog_ages(controller.process.output())
+    assert min(ages) >= STALE_TIMEOUT_S - 1e-3, ages  # printed to 1 ms
 
     assert controller.set_parameters(stale_command='gravity')[0].successful
     panda = robot('panda')
     gravity = pin.computeGeneralizedGravity(
         panda.model, panda.model.createData(), panda.configuration(positions)
     )
-    assert probe.spin_until(lambda: any(np.allclose(c, gravity) for _, c in controller.commands))
+    wait_safe_command(controller, gravity, after=ZERO)
     npt.assert_allclose(controller.commands[-1][1], gravity, rtol=1e-9, atol=1e-9)
 
     resumed = controller.command_after(
@@ -618,11 +735,8 @@ def test_a_robot_that_compensates_gravity_is_sent_tau_minus_gravity(nodes, probe
     )
     npt.assert_allclose(command, expected.torque - gravity, rtol=1e-9, atol=1e-9)
     # Stale: the gravity safe command is what holds the arm, minus what the robot adds: zero.
-    heard_at = time.monotonic()
-    probe.spin_for(0.6)
-    later = [c for t, c in controller.commands if t > heard_at]
-    assert later, 'no safe command while stale'
-    npt.assert_allclose(later[-1], ZERO, atol=1e-9)
+    wait_safe_command(controller, ZERO, after=command)
+    npt.assert_allclose(controller.commands[-1][1], ZERO, atol=1e-9)
 
 
 # Start-up and shutdown ----------------------------------------------------------------------
@@ -663,14 +777,29 @@ def flattened(parameters: dict, prefix: str = '') -> dict:
     return flat
 
 
+def set_clock(node: ControllerNode, seconds: float) -> None:
+    """Set the simulated clock of an in-process node built with `clock_s`."""
+    node.get_clock().set_ros_time_override(Time(nanoseconds=round(seconds * 1e9)))
+
+
 @pytest.fixture
 def local(probe):
-    """Build ControllerNodes in this process (never spun); their commands are recorded."""
+    """Build ControllerNodes in this process (never spun); their commands are recorded.
+
+    With `clock_s`, the node runs on simulated time, starting there; `set_clock` moves it (the
+    node is never spun, so no /clock message reaches it).
+    """
     built = []
 
-    def build(parameters: dict) -> tuple[ControllerNode, list[np.ndarray]]:
+    def build(
+        parameters: dict, clock_s: float | None = None
+    ) -> tuple[ControllerNode, list[np.ndarray]]:
+        if clock_s is not None:
+            parameters = {**parameters, 'use_sim_time': True}
         overrides = [Parameter(k, value=v) for k, v in flattened(parameters).items()]
         node = ControllerNode(namespace='/in_process', parameter_overrides=overrides)
+        if clock_s is not None:
+            set_clock(node, clock_s)
         published: list[np.ndarray] = []
         node._publisher.publish = lambda msg: published.append(np.array(msg.data))
         built.append(node)
@@ -726,12 +855,11 @@ def test_saturation_is_published_at_the_limits_and_reported(local):
 
 
 def test_the_torque_rate_limit_bounds_the_change_between_commands(local):
-    node, published = local({**COMMON, **POSTURE, 'torque_rate_limit': 10.0})
-    started = time.monotonic()
+    node, published = local({**COMMON, **POSTURE, 'torque_rate_limit': 10.0}, clock_s=100.0)
     node._on_joint_state(joint_state(JOINTS, *near_ready(17)))
+    set_clock(node, 100.01)
     node._on_joint_state(joint_state(JOINTS, *near_ready(18)))
-    elapsed = time.monotonic() - started
-    assert np.abs(published[1] - published[0]).max() <= 10.0 * elapsed + 1e-9
+    assert np.abs(published[1] - published[0]).max() == pytest.approx(10.0 * 0.01, rel=1e-9)
     assert values(node_status(node, 'torques'))['rate_limited_joints']
 
 
@@ -848,19 +976,18 @@ def solo_core_result(parameters: dict, msg: JointState) -> ControllerResult:
 
 def test_stamp_pairing_ticks_once_with_the_odometry_of_the_same_stamp(local):
     parameters = solo_parameters()
-    node, published = local(parameters)
-    first_s = time.time()
-    first = solo_joint_state(first_s, seed=1)
+    node, published = local(parameters, clock_s=100.0)
+    first = solo_joint_state(100.0, seed=1)
     node._on_joint_state(first)
-    node._on_odom(odometry(first_s - 0.5))
+    node._on_odom(odometry(99.5))
     assert published == []  # neither stamp has both halves
-    node._on_odom(odometry(first_s))
+    node._on_odom(odometry(100.0))
     assert len(published) == 1
     result = solo_core_result(parameters, first)
     npt.assert_allclose(published[0], result.torque, rtol=1e-9, atol=1e-9)
-    second_s = time.time()
-    node._on_odom(odometry(second_s))  # odometry first, then its joint state
-    node._on_joint_state(solo_joint_state(second_s, seed=2))
+    set_clock(node, 100.01)
+    node._on_odom(odometry(100.01))  # odometry first, then its joint state
+    node._on_joint_state(solo_joint_state(100.01, seed=2))
     assert len(published) == 2
     contacts = values(node_status(node, 'contacts'))
     assert float(contacts['FL_FOOT.normal_force_n']) > 0.0
@@ -869,30 +996,31 @@ def test_stamp_pairing_ticks_once_with_the_odometry_of_the_same_stamp(local):
 
 
 def test_latest_pairing_needs_fresh_odometry(local):
-    node, published = local(solo_parameters(odom_pairing='latest', joint_state_timeout=0.05))
-    node._on_joint_state(solo_joint_state(time.time()))
+    parameters = solo_parameters(odom_pairing='latest', joint_state_timeout=0.05)
+    node, published = local(parameters, clock_s=100.0)
+    node._on_joint_state(solo_joint_state(100.0))
     assert published == []  # no odometry yet
-    node._on_odom(odometry(time.time()))
-    node._on_joint_state(solo_joint_state(time.time()))
-    node._on_joint_state(solo_joint_state(time.time()))
+    node._on_odom(odometry(100.0))
+    for seconds in (100.01, 100.02):
+        set_clock(node, seconds)
+        node._on_joint_state(solo_joint_state(seconds))
     assert len(published) == 2
-    time.sleep(0.1)
-    node._on_joint_state(solo_joint_state(time.time()))
+    set_clock(node, 100.1)
+    node._on_joint_state(solo_joint_state(100.1))
     assert len(published) == 2  # odometry too old: the watchdog's safe command takes over
     node._on_watchdog()
     npt.assert_array_equal(published[-1], np.zeros(12))
     inputs = node_status(node, 'inputs')
     assert inputs.level == DiagnosticStatus.ERROR and 'odom' in inputs.message
-    assert float(values(inputs)['odom_age_s']) >= 0.1
+    assert float(values(inputs)['odom_age_s']) == pytest.approx(0.1, abs=1e-9)
 
 
 def test_bad_odometry_is_rejected_and_counted(local):
-    node, published = local(solo_parameters())
-    stamp_s = time.time()
-    node._on_joint_state(solo_joint_state(stamp_s))
-    node._on_odom(odometry(stamp_s, pose=[0.0, 0.0, 0.2, 0.0, 0.0, 0.0, 0.5]))
-    node._on_odom(odometry(stamp_s, pose=[np.nan, 0.0, 0.2, 0.0, 0.0, 0.0, 1.0]))
-    node._on_odom(odometry(stamp_s, frame='map'))
+    node, published = local(solo_parameters(), clock_s=100.0)
+    node._on_joint_state(solo_joint_state(100.0))
+    node._on_odom(odometry(100.0, pose=[0.0, 0.0, 0.2, 0.0, 0.0, 0.0, 0.5]))
+    node._on_odom(odometry(100.0, pose=[np.nan, 0.0, 0.2, 0.0, 0.0, 0.0, 1.0]))
+    node._on_odom(odometry(100.0, frame='map'))
     assert published == []
     inputs = values(node_status(node, 'inputs'))
     assert inputs['rejected.odom.quaternion'] == inputs['rejected.odom.non_finite'] == '1'
@@ -900,17 +1028,16 @@ def test_bad_odometry_is_rejected_and_counted(local):
 
 
 def test_contacts_warn_when_outside_the_friction_cone_or_pulling(local):
-    node, _ = local(solo_parameters())
-    stamp_s = time.time()
-    node._on_joint_state(solo_joint_state(stamp_s))
-    node._on_odom(odometry(stamp_s))
+    node, _ = local(solo_parameters(), clock_s=100.0)
+    node._on_joint_state(solo_joint_state(100.0))
+    node._on_odom(odometry(100.0))
     assert node_status(node, 'contacts').level == DiagnosticStatus.OK
     (changed,) = node.set_parameters([Parameter('friction_coefficient', value=1e-6)])
     assert changed.successful
     node._loop.statistics.start_period(time.monotonic())
-    stamp_s = time.time()
-    node._on_joint_state(solo_joint_state(stamp_s))
-    node._on_odom(odometry(stamp_s))
+    set_clock(node, 100.01)
+    node._on_joint_state(solo_joint_state(100.01))
+    node._on_odom(odometry(100.01))
     status = node_status(node, 'contacts')
     assert status.level == DiagnosticStatus.WARN
     assert 'outside the friction cone' in status.message
@@ -918,19 +1045,20 @@ def test_contacts_warn_when_outside_the_friction_cone_or_pulling(local):
     # A base target 1 m underground asks for more than free fall: the feet would have to pull.
     sink = [0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0]
     assert node.set_parameters([Parameter('tasks.base.target', value=sink)])[0].successful
-    stamp_s = time.time()
-    node._on_joint_state(solo_joint_state(stamp_s))
-    node._on_odom(odometry(stamp_s))
+    set_clock(node, 100.02)
+    node._on_joint_state(solo_joint_state(100.02))
+    node._on_odom(odometry(100.02))
     status = node_status(node, 'contacts')
     assert 'pulling' in status.message
     assert 'True' in {v for k, v in values(status).items() if k.endswith('.pulling')}
 
 
 def test_the_gravity_safe_command_of_a_floating_base_is_balanced_by_the_contacts(local):
-    node, published = local(solo_parameters(stale_command='gravity'))
-    stamp_s = time.time()
-    node._on_joint_state(solo_joint_state(stamp_s))
-    node._on_odom(odometry(stamp_s))
+    # A timeout that no pause of this test reaches (the watchdog also runs on the wall clock).
+    parameters = solo_parameters(stale_command='gravity', joint_state_timeout=600.0)
+    node, published = local(parameters, clock_s=100.0)
+    node._on_joint_state(solo_joint_state(100.0))
+    node._on_odom(odometry(100.0))
     node._on_watchdog()  # never stale here: nothing published
     assert len(published) == 1
     loop = node._loop
