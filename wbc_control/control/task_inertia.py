@@ -85,6 +85,10 @@ BLOCKING_FRACTION = 1e-2
 #: Relative singular value below which a row-normalised stacked Jacobian has lost rank.
 GENERIC_RANK_TOLERANCE = 1e-8
 
+# One C call, where `ndarray.sum` adds a Python wrapper per call.
+_SUM = np.add.reduce
+_TINY = np.finfo(float).tiny
+
 
 class TaskInertia(NamedTuple):
     """A level's regularized task-space inertia and how healthy it is."""
@@ -106,11 +110,13 @@ def regularized_task_inertia(
 ) -> TaskInertia:
     """Λ from Φ = Jp M⁻¹ Jpᵀ by the scaled, variably damped inverse of the module docstring.
 
-    Cost notes (this runs once per level and tick on matrices of 3 to 40 rows): the
-    eigen-decomposition is Eigen's `SelfAdjointEigenSolver` through eigenpy (a Pinocchio
-    dependency), a fraction of the cost of numpy's `eigh` at these sizes; like `eigh` it reads
-    the lower triangle and returns ascending eigenvalues, which lets the counts below bisect a
-    plain list; the scalings D Φ D and D U are written as row-wise broadcasts.
+    Cost notes (this runs once per level and tick on matrices of 3 to 40 rows, where each
+    Python-level call costs about as much as the arithmetic): the eigen-decomposition is
+    Eigen's `SelfAdjointEigenSolver` through eigenpy (a Pinocchio dependency), a fraction of
+    the cost of numpy's `eigh` at these sizes; like `eigh` it reads the lower triangle and
+    returns ascending eigenvalues, which lets the counts below bisect a plain list; the
+    scalings D Φ D and D U are row-wise broadcasts; sums call `np.add.reduce` directly
+    (`ndarray.sum` goes through a Python wrapper).
 
     Args:
         phi: Φ, symmetric positive semi-definite, `(m, m)`.
@@ -130,28 +136,33 @@ def regularized_task_inertia(
     largest = max(mobility_values, default=0.0)
     if not largest > 0.0:
         return _empty(size)
-    if _every_row_has_authority(diagonal.tolist(), mobility_values, largest):
+    # Every row has authority when min Φᵢᵢ > 1e-12 max μ (as Φᵢᵢ ≤ μᵢ ≤ max μ); on plain
+    # floats, which cost less than numpy's elementwise tests for these few rows.
+    floor = NO_AUTHORITY * largest
+    if min(mobility_values if diagonal is mobility else diagonal.tolist()) > floor:
         scale = sqrt_weights / np.sqrt(mobility)
     else:
-        active = (mobility > NO_AUTHORITY * largest) & (diagonal > NO_AUTHORITY * mobility)
-        scale = np.zeros(size)
-        scale[active] = sqrt_weights[active] / np.sqrt(mobility[active])
+        active = (mobility > floor) & (diagonal > NO_AUTHORITY * mobility)
         if not active.any():
             return _empty(size)
+        scale = np.zeros(size)
+        scale[active] = sqrt_weights[active] / np.sqrt(mobility[active])
     # Φₛ = D Φ D = U diag(σ) Uᵀ with D = diag(scale).
     solver = eigenpy.SelfAdjointEigenSolver((phi * scale).T * scale)
     sigma = solver.eigenvalues()  # ascending
-    sigma_values = sigma.tolist()
-    if sigma_values[0] < 0.0:  # rounding: Φₛ is positive semi-definite
+    if sigma[0] < 0.0:  # rounding: Φₛ is positive semi-definite
         sigma = np.maximum(sigma, 0.0)
-        sigma_values = sigma.tolist()
+    sigma_values = sigma.tolist()
     sigma_max = sigma_values[-1]
     epsilon = threshold * sigma_max
     null_count = bisect_right(sigma_values, STRUCTURALLY_NULL * sigma_max)
     below_epsilon = bisect_left(sigma_values, epsilon)
     # Λ = D U diag(σ⁻¹) Uᵀ D = Wᵀ diag(σ⁻¹) W with W = (D U)ᵀ.
     scaled_vectors_t = solver.eigenvectors().T * scale  # (m, m) W
-    inverse = _damped_inverse(sigma, epsilon, below_epsilon)
+    if below_epsilon:
+        inverse = _damped_inverse(sigma, epsilon, below_epsilon)
+    else:
+        inverse = 1.0 / sigma
     weak = None
     kinematic_band = KINEMATIC_BAND * threshold
     # Only non-null directions can be weak; structurally null ones get ~0 gain either way.
@@ -163,7 +174,7 @@ def regularized_task_inertia(
     inertia = (scaled_vectors_t.T * inverse).dot(scaled_vectors_t)
     exact = size - below_epsilon
     if weak is not None:
-        exact -= int((weak[below_epsilon:] < 1.0).sum())
+        exact -= int(_SUM(weak[below_epsilon:] < 1.0))
     blocking = inertia
     if need_blocking and exact < size - null_count:
         narrow = BLOCKING_FRACTION * epsilon
@@ -173,34 +184,30 @@ def regularized_task_inertia(
             inverse *= _kinematic_attenuation(sigma, band, jacobian, scaled_vectors_t)
         blocking = (scaled_vectors_t.T * inverse).dot(scaled_vectors_t)
     condition = sigma_max / sigma_values[null_count]
-    damped = max(size - exact - null_count, 0)
-    return TaskInertia(inertia, condition, exact, damped, blocking)
+    damped = size - exact - null_count
+    return TaskInertia(inertia, condition, exact, damped if damped > 0 else 0, blocking)
 
 
 def _kinematic_attenuation(
     sigma: np.ndarray, band: float, jacobian: np.ndarray, scaled_vectors_t: np.ndarray
 ) -> np.ndarray:
     """max((σ/ε_k)², (κᵢ/κ)²) capped at 1: < 1 only where both are small (step 3), `(m,)`."""
-    by_sigma = np.minimum(sigma * (1.0 / band), 1.0)
-    by_kinematics = np.minimum(
-        _kinematic_factor(jacobian, scaled_vectors_t) * (1.0 / KINEMATIC_FACTOR), 1.0
-    )
-    return np.maximum(by_sigma, by_kinematics) ** 2
+    by_sigma = sigma * (1.0 / band)
+    by_kinematics = _kinematic_factor(jacobian, scaled_vectors_t) * (1.0 / KINEMATIC_FACTOR)
+    return np.minimum(np.maximum(by_sigma, by_kinematics), 1.0) ** 2
 
 
 def _kinematic_factor(jacobian: np.ndarray, scaled_vectors_t: np.ndarray) -> np.ndarray:
     """κᵢ = ‖Jᵀfᵢ‖² / Σᵣ fᵢᵣ² ‖Jᵣ‖² for each eigen-direction fᵢ = D uᵢ (rows of W), `(m,)`.
 
     1 for rows that move orthogonal joint combinations (a posture), → 0 where J loses the
-    direction; inertia plays no part.
+    direction; inertia plays no part. A zero denominator means fᵢ lives on rows of J that are
+    zero, so the numerator is zero too and κᵢ = 0.
     """
-    row_norms = (jacobian * jacobian).sum(axis=1)  # (m,) ‖Jᵣ‖²
+    row_norms = _SUM(jacobian * jacobian, axis=1)  # (m,) ‖Jᵣ‖²
     moved = scaled_vectors_t.dot(jacobian)  # (m, nv) rows fᵢᵀ J
     denominator = (scaled_vectors_t * scaled_vectors_t).dot(row_norms)
-    numerator = (moved * moved).sum(axis=1)
-    with np.errstate(invalid='ignore', divide='ignore'):
-        factor = numerator / denominator
-    return np.where(denominator > 0.0, factor, 0.0)
+    return _SUM(moved * moved, axis=1) / np.maximum(denominator, _TINY)
 
 
 def _damped_inverse(sigma: np.ndarray, epsilon: float, below_epsilon: int) -> np.ndarray:
@@ -242,18 +249,6 @@ def generic_level_ranks(jacobians: Sequence[np.ndarray], higher: np.ndarray | No
         largest = singular[0] if singular.size else 0.0
         ranks.append(int((singular > GENERIC_RANK_TOLERANCE * largest).sum()))
     return np.array(ranks)
-
-
-def _every_row_has_authority(
-    diagonal: list[float], mobility: list[float], largest_mobility: float
-) -> bool:
-    """μᵢ > 1e-12 max μ and Φᵢᵢ > 1e-12 μᵢ for every row (step 1 of the module docstring).
-
-    On plain lists: for these few rows, Python's comparisons cost less than numpy's
-    elementwise tests and reduction.
-    """
-    floor = NO_AUTHORITY * largest_mobility
-    return all(mu > floor and phi > NO_AUTHORITY * mu for phi, mu in zip(diagonal, mobility))
 
 
 def sampled_generic_ranks(
@@ -305,5 +300,5 @@ def projected_terms(
     inverse_inertia_jt = inverse_inertia(jacobian.T)  # (nv, m) M⁻¹Jᵀ
     if null_space is None:
         return jacobian, inverse_inertia_jt, None
-    mobility = (jacobian * inverse_inertia_jt.T).sum(axis=1)
+    mobility = _SUM(jacobian * inverse_inertia_jt.T, axis=1)
     return jacobian.dot(null_space), null_space.dot(inverse_inertia_jt), mobility
