@@ -27,6 +27,7 @@ from scipy.linalg import LinAlgError, LinAlgWarning, cho_factor, cho_solve, lu_f
 from scipy.linalg.lapack import get_lapack_funcs
 
 from wbc_control.exceptions import InvalidShape, InvalidValue, SingularConstraint
+from wbc_control.model.robot_state import RobotState
 
 Method = Literal['auto', 'schur', 'block_lu']
 
@@ -42,6 +43,7 @@ SINGULAR_RCOND = 1e-12
 SYMMETRY_RTOL = 1e-8
 
 _METHODS = ('auto', 'schur', 'block_lu')
+_POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
 
 
 @dataclass(frozen=True)
@@ -340,3 +342,51 @@ def _frozen_terms(
     for block in (m_dagger, a_dagger, lambda_dagger):
         block.setflags(write=False)
     return DaggerTerms(m_dagger, a_dagger, lambda_dagger, method)
+
+
+def schur_dagger_terms(
+    state: RobotState, constraint: np.ndarray, identity: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7), from the tick's Cholesky.
+
+    With X = M⁻¹Aᵀ and the Delassus matrix D = A M⁻¹ Aᵀ::
+
+        A†ᵀ = X D⁻¹ (eq 7),   M† = M⁻¹ − A†ᵀ Xᵀ (eq 6)
+
+    These are the terms `dagger_terms` computes on its 'schur' path; this one reuses the
+    factorisation of M that `RobotState` already holds. It declines (returns None) unless M and
+    D are positive definite and provably well conditioned, κ₂ ≤ 1 / `SCHUR_MIN_RCOND`, where
+    forming M⁻¹ keeps enough digits: the caller then uses the block matrix. The proof is the
+    bound κ₂(S) ≤ tr(S) tr(S⁻¹) of a symmetric positive definite S (λ_max ≤ tr S and
+    1/λ_min ≤ tr S⁻¹), two traces of matrices formed anyway.
+
+    Args:
+        state: this tick's robot state.
+        constraint: A, `(m, nv)`.
+        identity: I_nv, to spare the allocation.
+
+    Returns:
+        `(M†, A†ᵀ, 'schur')`, `(nv, nv)` and `(nv, m)`, or None.
+    """
+    identity = np.eye(state.robot.nv) if identity is None else identity
+    try:
+        inverse_mass = state.solve_mass_matrix(identity)  # (nv, nv) M⁻¹
+    except InvalidValue:  # M is not positive definite
+        return None
+    if not _provably_well_conditioned(state.mass_matrix, inverse_mass):
+        return None
+    inverse_mass_at = inverse_mass.dot(constraint.T)  # (nv, m) X = M⁻¹Aᵀ
+    delassus = constraint.dot(inverse_mass_at)  # (m, m) D
+    delassus_factor, info = _POTRF(delassus, lower=False, clean=False)
+    if info != 0:
+        return None
+    inverse_delassus = _POTRS(delassus_factor, np.eye(delassus.shape[0]), lower=False)[0]
+    if not _provably_well_conditioned(delassus, inverse_delassus):
+        return None
+    a_dagger_t = inverse_mass_at.dot(inverse_delassus)  # (nv, m)
+    return inverse_mass - a_dagger_t.dot(inverse_mass_at.T), a_dagger_t, 'schur'
+
+
+def _provably_well_conditioned(matrix: np.ndarray, inverse: np.ndarray) -> bool:
+    """κ₂ ≤ tr(S) tr(S⁻¹) ≤ 1 / SCHUR_MIN_RCOND, for S symmetric positive definite."""
+    return float(matrix.trace()) * float(inverse.trace()) * SCHUR_MIN_RCOND <= 1.0

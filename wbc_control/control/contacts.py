@@ -11,9 +11,10 @@ M q̈ + h = Sᵀτ + Aᵀf. For a floating base the 6 unactuated rows decide the
     A_bᵀ f = M_b q̈ + h_b      (the base rows; A_b = the base columns of A)
 
 Rule: f is the minimum-norm solution (least squares if A_b has rank < 6, with the residual
-reported). For a fixed base f = 0: the torque alone produces the constraint-consistent q̈.
-A force that pulls (normal component < 0 along world z, i.e. flat horizontal ground) or leaves
-the friction cone ‖f_t‖ > μ f_n is reported, never hidden.
+reported), weighted by each contact's load share during a contact switch. For a fixed base
+f = 0: the torque alone produces the constraint-consistent q̈. A force that pulls (normal
+component < 0 along world z, i.e. flat horizontal ground) or leaves the friction cone
+‖f_t‖ > μ f_n is reported, never hidden.
 """
 
 from collections.abc import Sequence
@@ -103,14 +104,27 @@ class ContactForces(NamedTuple):
 
 
 def base_contact_forces(
-    constraint_jacobian: np.ndarray, generalized_force: np.ndarray, base_nv: int
+    constraint_jacobian: np.ndarray,
+    generalized_force: np.ndarray,
+    base_nv: int,
+    load_shares: np.ndarray | None = None,
 ) -> ContactForces:
-    """Minimum-norm f with A_bᵀ f = (M q̈ + h)_b (module docstring); f = 0 for a fixed base."""
+    """Minimum-norm f with A_bᵀ f = (M q̈ + h)_b (module docstring); f = 0 for a fixed base.
+
+    With `load_shares` w `(m,)` (≥ 0 per row), the weighted minimum norm
+    min Σ f_i² / w_i: f = W^½ (A_bᵀ W^½)⁺ (M q̈ + h)_b. A row of share 0 carries no force;
+    as a share falls to 0 its force does too, continuously, while the other contacts span the
+    base wrench (the load transfer of `wbc_control.control.contact_transitions`).
+    """
     if base_nv == 0:
         return ContactForces(np.zeros(constraint_jacobian.shape[0]), 0.0)
     base_columns = constraint_jacobian[:, :base_nv].T  # (base_nv, m)
     target = generalized_force[:base_nv]
-    forces = np.linalg.lstsq(base_columns, target, rcond=None)[0]
+    if load_shares is None:
+        forces = np.linalg.lstsq(base_columns, target, rcond=None)[0]
+    else:
+        scale = np.sqrt(load_shares)
+        forces = scale * np.linalg.lstsq(base_columns * scale, target, rcond=None)[0]
     residual = float(np.linalg.norm(base_columns @ forces - target))
     return ContactForces(forces, residual)
 

@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from wbc_control.control.contact_transitions import TransitionReport
 from wbc_control.control.contacts import ContactForceReport
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.tasks.task import Task, TaskTerms
@@ -75,6 +76,7 @@ class ControllerResult(NamedTuple):
     constraint_method: str = ''  # how the dagger terms were computed ('schur' / 'block_lu')
     joints_at_limit: tuple[str, ...] = ()  # joints held by the joint-limit level this tick
     task_scale: float = 1.0  # < 1: user tasks scaled down to fit joint or effort limits
+    transition: TransitionReport = TransitionReport()  # contact and task switches
 
 
 def validate_threshold(threshold: float) -> float:

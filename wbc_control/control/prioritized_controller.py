@@ -27,19 +27,29 @@ formed. Because J̄ = M⁻¹Jpᵀ Λ and Jp = J N, a lower level's contribution 
 J_i J̄_k = 0 for every higher level i whose Λ is exact, so it cannot change a higher level's
 task acceleration.
 
+Contacts (`set_contacts`) and tasks (`set_active`) switch at run time: a tick during a switch
+solves the stack before and the stack after it and blends their torques, with a load transfer
+between the contacts (:mod:`wbc_control.control.contact_transitions`,
+:mod:`wbc_control.control.task_activation`).
+
 Products are written `A.dot(B)`: on these small arrays numpy's `@` (a generalized ufunc) costs
 two to three times as much per call, and a tick makes dozens of them.
 """
 
 from collections.abc import Callable, Sequence
 from functools import partial
-import math
 
 import numpy as np
 import numpy.typing as npt
-from scipy.linalg import get_lapack_funcs
 
-from wbc_control.control.constrained_dynamics import SCHUR_MIN_RCOND, dagger_terms
+from wbc_control.control.constrained_dynamics import dagger_terms, schur_dagger_terms
+from wbc_control.control.contact_transitions import (
+    DEFAULT_CONTACT_TRANSITION_TIME,
+    DEFAULT_TASK_TRANSITION_TIME,
+    BlendPart,
+    StackSwitcher,
+    row_load_shares,
+)
 from wbc_control.control.contacts import (
     Contact,
     base_contact_forces,
@@ -48,7 +58,6 @@ from wbc_control.control.contacts import (
 )
 from wbc_control.control.controller_types import (
     ControllerResult,
-    Level,
     LevelReport,
     TaskEntry,
     TaskReport,
@@ -56,11 +65,13 @@ from wbc_control.control.controller_types import (
     validate_weight,
 )
 from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, task_scale
-from wbc_control.control.task_inertia import (
-    projected_terms,
-    regularized_task_inertia,
-    sampled_generic_ranks,
+from wbc_control.control.task_activation import (
+    Stack,
+    Stacks,
+    blend_results,
+    task_reports,
 )
+from wbc_control.control.task_inertia import projected_terms, regularized_task_inertia
 from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
 from wbc_control.model.robot_model import RobotModel
@@ -77,8 +88,6 @@ __all__ = [
     'validate_threshold',
     'validate_weight',
 ]
-
-_POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
 
 DEFAULT_SINGULAR_VALUE_THRESHOLD = 1e-3
 DEFAULT_FRICTION_COEFFICIENT = 0.7
@@ -97,6 +106,8 @@ class PrioritizedController:
         friction_coefficient: μ for the friction-cone check of contact forces.
         joint_limits: the joint-limit level above all tasks
             (`wbc_control.control.joint_limits`); None: position limits are not enforced.
+        contact_transition_time: load transfer of a contact switch (s).
+        task_transition_time: fade of a task switched on or off (s).
     """
 
     def __init__(
@@ -109,6 +120,8 @@ class PrioritizedController:
         contacts: Sequence[Contact] = (),
         friction_coefficient: float = DEFAULT_FRICTION_COEFFICIENT,
         joint_limits: JointLimits | None = None,
+        contact_transition_time: float = DEFAULT_CONTACT_TRANSITION_TIME,
+        task_transition_time: float = DEFAULT_TASK_TRANSITION_TIME,
     ) -> None:
         if robot.floating_base and not contacts:
             raise ModelError(
@@ -117,7 +130,6 @@ class PrioritizedController:
         friction_coefficient = float(friction_coefficient)
         if not (np.isfinite(friction_coefficient) and friction_coefficient > 0.0):
             raise InvalidValue(f'friction_coefficient must be > 0, got {friction_coefficient}')
-        self.contacts = tuple(contacts)
         self.friction_coefficient = friction_coefficient
         names = [entry.name for entry in entries]
         duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -126,20 +138,16 @@ class PrioritizedController:
         self.robot = robot
         self.entries = tuple(entries)
         self.singular_value_threshold = validate_threshold(singular_value_threshold)
-        priorities = sorted({entry.priority for entry in entries})
-        self.levels = tuple(
-            Level(p, [entry for entry in entries if entry.priority == p], robot.nv)
-            for p in priorities
+        self.stacks = Stacks(
+            robot, self.entries, contacts, (contact_transition_time, task_transition_time)
         )
-        self._weights = {entry.name: float(entry.weight) for entry in entries}
-        self._sqrt_weights = tuple(level.sqrt_weights(self._weights) for level in self.levels)
         limits = robot.effort_limits if effort_limits is None else effort_limits
         self.limiter = TorqueLimiter(limits, torque_rate_limits)
         self._identity = np.eye(robot.nv)
         self._null_space = np.eye(robot.nv)
         self._actuated = as_slice(robot.indices.v)
-        self._generic_ranks = sampled_generic_ranks(robot, self.levels, self.contacts)
         self.joint_limits = joint_limits
+        self._use(self.stacks.current, {})
 
     def task(self, name: str) -> Task:
         """The task called `name` (KeyError if unknown)."""
@@ -150,24 +158,73 @@ class PrioritizedController:
 
     def weight(self, name: str) -> float:
         """Weight of task `name` within its level."""
-        return self._weights[name]
+        return self.stacks.weights[name]
 
     def set_weight(self, name: str, weight: float) -> None:
         """Change a task's weight within its level (validated; on error nothing changes)."""
-        if name not in self._weights:
-            raise KeyError(name)
-        weights = dict(self._weights)
-        weights[name] = validate_weight(name, weight)
-        sqrt_weights = tuple(level.sqrt_weights(weights) for level in self.levels)
-        self._weights, self._sqrt_weights = weights, sqrt_weights
+        self.stacks.set_weight(name, weight)
+        self._sqrt_weights = self.stacks.sqrt_weights(self._key)
 
-    def compute(self, state: RobotState, dt: float | None = None) -> ControllerResult:
+    @property
+    def switching(self) -> StackSwitcher:
+        """The schedule of contact and task switches."""
+        return self.stacks.switching
+
+    def active(self, name: str) -> bool:
+        """Whether task `name` is (being switched) on."""
+        return self.stacks.active(name)
+
+    def set_active(self, name: str, active: bool) -> None:
+        """Switch a task on or off, faded over `task_transition_time` from the next tick."""
+        self.stacks.set_active(name, active)
+
+    def set_contacts(self, contacts: Sequence[Contact]) -> None:
+        """Release and establish contacts with a load transfer over `contact_transition_time`."""
+        self.stacks.set_contacts(contacts)
+
+    def _use(self, stack: Stack, load_shares: dict[str, float]) -> None:
+        """Make `stack` the one the recursion solves, its contacts loaded by `load_shares`."""
+        self._key = stack.key
+        self.contacts, self.levels = stack.contacts, stack.levels
+        self._generic_ranks = stack.generic_ranks
+        self._sqrt_weights = self.stacks.sqrt_weights(stack.key)
+        self._row_shares = row_load_shares(stack.contacts, load_shares)
+
+    def compute(
+        self, state: RobotState, dt: float | None = None, now_s: float | None = None
+    ) -> ControllerResult:
         """One tick: q̈ from the prioritized recursion, τ = M q̈ + h, then torque limits.
 
         Args:
             state: kinematics and dynamics already updated for this tick.
             dt: time since the previous command (s), for the torque-rate limit.
+            now_s: the tick's time (s), which times contact and task switches; None: they
+                happen at once.
         """
+        parts = self.switching.plan(now_s)
+        results = [self._solve_part(state, part) for part in parts]
+        self._use(self.stacks.current, {})
+        if len(results) == 1:
+            result = results[0]
+        else:
+            shares = [part.share for part in parts]
+            contacts, mu = self.stacks.known_contacts, self.friction_coefficient
+            result = blend_results(shares, results, contacts, mu)
+        self.switching.record(result.torque_unlimited)
+        limited = self.limiter.apply(result.torque_unlimited, dt)
+        return result._replace(
+            torque=limited.torque,
+            saturated=limited.saturated,
+            rate_limited=limited.rate_limited,
+            transition=self.switching.report,
+        )
+
+    def _solve_part(self, state: RobotState, part: BlendPart) -> ControllerResult:
+        self._use(self.stacks.stack(part.key), part.load_shares)
+        return self._solve(state)
+
+    def _solve(self, state: RobotState) -> ControllerResult:
+        """The stack in force solved, its torque not yet limited (`torque` = unlimited)."""
         inverse_inertia, constraint, method, start = self._constraint(state)
         level_terms = []
         for level in self.levels:
@@ -199,14 +256,14 @@ class PrioritizedController:
                 self.contacts, forces.forces, self.friction_coefficient
             )
             residual = forces.base_residual
-        limited = self.limiter.apply(torque, dt)
+        unlimited = np.zeros(torque.shape, dtype=bool)
         return ControllerResult(
-            limited.torque,
             torque,
-            limited.saturated,
-            limited.rate_limited,
+            torque,
+            unlimited,
+            unlimited,
             acceleration,
-            self._task_reports(level_terms, acceleration),
+            task_reports(self.levels, level_terms, acceleration),
             level_reports,
             contact_reports,
             residual,
@@ -242,7 +299,9 @@ class PrioritizedController:
         generalized_force = state.mass_matrix.dot(acceleration) + state.nonlinear_effects
         forces = None
         if constraint is not None:
-            forces = base_contact_forces(constraint, generalized_force, self.robot.base_nv)
+            forces = base_contact_forces(
+                constraint, generalized_force, self.robot.base_nv, self._row_shares
+            )
             generalized_force -= constraint.T.dot(forces.forces)
         return generalized_force[self._actuated], forces
 
@@ -329,70 +388,3 @@ class PrioritizedController:
             terms = block.m_dagger, block.a_dagger.T, block.method
         m_dagger, a_dagger_t, method = terms
         return m_dagger.dot, constraint, method, -a_dagger_t.dot(drift)
-
-    def _task_reports(self, level_terms: list, acceleration: np.ndarray) -> tuple[TaskReport, ...]:
-        """Per-task error and achieved acceleration J q̈ + J̇v (one product per level)."""
-        reports = []
-        for level, (terms, jacobian, drift, _) in zip(self.levels, level_terms):
-            achieved = jacobian.dot(acceleration) + drift  # (m,)
-            for entry, rows, term in zip(level.entries, level.slices, terms):
-                error = term.error
-                reports.append(
-                    TaskReport(
-                        entry.name,
-                        entry.priority,
-                        error,
-                        math.sqrt(error.dot(error)),
-                        term.desired_acceleration,
-                        achieved[rows],
-                    )
-                )
-        return tuple(reports)
-
-
-def schur_dagger_terms(
-    state: RobotState, constraint: np.ndarray, identity: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, str] | None:
-    """M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7), from the tick's Cholesky.
-
-    With X = M⁻¹Aᵀ and the Delassus matrix D = A M⁻¹ Aᵀ::
-
-        A†ᵀ = X D⁻¹ (eq 7),   M† = M⁻¹ − A†ᵀ Xᵀ (eq 6)
-
-    These are the terms `dagger_terms` computes on its 'schur' path; this one reuses the
-    factorisation of M that `RobotState` already holds. It declines (returns None) unless M and
-    D are positive definite and provably well conditioned, κ₂ ≤ 1 / `SCHUR_MIN_RCOND`, where
-    forming M⁻¹ keeps enough digits: the caller then uses the block matrix. The proof is the
-    bound κ₂(S) ≤ tr(S) tr(S⁻¹) of a symmetric positive definite S (λ_max ≤ tr S and
-    1/λ_min ≤ tr S⁻¹), two traces of matrices formed anyway.
-
-    Args:
-        state: this tick's robot state.
-        constraint: A, `(m, nv)`.
-        identity: I_nv, to spare the allocation.
-
-    Returns:
-        `(M†, A†ᵀ, 'schur')`, `(nv, nv)` and `(nv, m)`, or None.
-    """
-    identity = np.eye(state.robot.nv) if identity is None else identity
-    try:
-        inverse_mass = state.solve_mass_matrix(identity)  # (nv, nv) M⁻¹
-    except InvalidValue:  # M is not positive definite
-        return None
-    if not _provably_well_conditioned(state.mass_matrix, inverse_mass):
-        return None
-    inverse_mass_at = inverse_mass.dot(constraint.T)  # (nv, m) X = M⁻¹Aᵀ
-    delassus = constraint.dot(inverse_mass_at)  # (m, m) D
-    delassus_factor, info = _POTRF(delassus, lower=False, clean=False)
-    if info != 0:
-        return None
-    inverse_delassus = _POTRS(delassus_factor, np.eye(delassus.shape[0]), lower=False)[0]
-    if not _provably_well_conditioned(delassus, inverse_delassus):
-        return None
-    a_dagger_t = inverse_mass_at.dot(inverse_delassus)  # (nv, m)
-    return inverse_mass - a_dagger_t.dot(inverse_mass_at.T), a_dagger_t, 'schur'
-
-
-def _provably_well_conditioned(matrix: np.ndarray, inverse: np.ndarray) -> bool:
-    """κ₂ ≤ tr(S) tr(S⁻¹) ≤ 1 / SCHUR_MIN_RCOND, for S symmetric positive definite."""
-    return float(matrix.trace()) * float(inverse.trace()) * SCHUR_MIN_RCOND <= 1.0
