@@ -1,9 +1,15 @@
 """Contacts released and established at run time with a load transfer (no torque jump)."""
 
+import re
+
 import numpy as np
 import pytest
 from robots import robot
 
+from wbc_control.config import build_entries, parse_task
+from wbc_control.config.live import apply_live_update, plan_live_update
+from wbc_control.config.settings import parse_controller_settings
+from wbc_control.config.tasks import task_specs
 from wbc_control.control.contact_transitions import (
     StackKey,
     StackSwitcher,
@@ -12,7 +18,7 @@ from wbc_control.control.contact_transitions import (
 )
 from wbc_control.control.contacts import Contact, base_contact_forces, contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError, WbcError
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import ComTask, FrameOrientationTask, FramePositionTask, JointPostureTask
 
@@ -204,3 +210,61 @@ def test_switch_durations_follow_what_changes():
     both = StackKey(('a',), frozenset({'t'}))
     assert switcher.duration(key, both) == 0.3
     assert switcher.plan(0.0)[0].share == 1.0
+
+
+# Live parameters: contacts, tasks.<name>.active, the transition times ---------------------
+
+
+def live_plan(controller, changes):
+    solo = robot('solo12')
+    settings = parse_controller_settings(solo, {})
+    return plan_live_update(solo, controller, settings, changes)
+
+
+def test_live_contacts_and_transition_times_are_planned_then_applied():
+    state = standing_state()
+    controller = solo_controller(state)
+    plan = live_plan(
+        controller,
+        {
+            'contacts': list(FEET[1:]),
+            'contact_transition_time': 0.5,
+            'tasks.posture.active': False,
+        },
+    )
+    assert [c.frame for c in plan.contacts] == list(FEET[1:])
+    assert plan.contacts[0].kind.value == 'point'  # the start-up type is kept
+    assert controller.switching.requested == controller.switching.current  # nothing applied
+    apply_live_update(controller, plan)
+    assert controller.switching.contact_time == 0.5
+    assert not controller.active('posture')
+    assert task_specs(controller)['posture'].active is False
+    result = run(controller, state, 1)[0]
+    assert result.transition.switching == 'contacts -FL_FOOT; tasks -posture'
+
+
+@pytest.mark.parametrize(
+    ('changes', 'words'),
+    [
+        ({'contacts': []}, 'contacts: a floating base needs at least one contact'),
+        ({'contacts': ['FL_FOOT', 'FL_FOOT']}, 'contacts: duplicate frames: FL_FOOT'),
+        ({'contacts': ['base_link']}, "contacts: frame(s) 'base_link' were not contacts"),
+        ({'contact_transition_time': -0.1}, 'contact_transition_time'),
+        ({'task_transition_time': 11.0}, 'task_transition_time'),
+        ({'tasks.foot.active': 1.0}, 'tasks.foot.active'),
+    ],
+)
+def test_bad_live_switches_are_refused_naming_the_parameter(changes, words):
+    controller = solo_controller(standing_state())
+    with pytest.raises(WbcError, match=re.escape(words)):
+        live_plan(controller, changes)
+
+
+def test_a_task_configured_inactive_starts_switched_off():
+    solo = robot('solo12')
+    values = {'type': 'joint_posture', 'kp': 10.0, 'active': False}
+    (entry,) = build_entries(solo, [parse_task(solo, 'posture', values)])
+    state = standing_state()
+    controller = PrioritizedController(solo, [entry], contacts=contacts())
+    assert not controller.active('posture')
+    assert controller.compute(state).tasks == ()

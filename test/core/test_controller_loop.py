@@ -67,7 +67,7 @@ def test_a_task_without_target_holds_the_first_state():
 def test_a_failing_controller_sends_the_safe_command_and_counts_why():
     loop = posture_loop(stale_command='gravity')
 
-    def fail(state, dt):
+    def fail(state, dt, now_s):
         raise InvalidValue('the joint-space inertia matrix is not positive definite')
 
     loop.controller.compute = fail

@@ -1,7 +1,8 @@
 """Live parameter changes: validated as one batch first, applied after (all or nothing).
 
-Live are the parameters the schema marks `read_only: false`: the task fields kp, kd, target
-and weight, and the settings of :data:`~wbc_control.config.settings.LIVE_SETTINGS`.
+Live are the parameters the schema marks `read_only: false`: the task fields kp, kd, target,
+weight, max_error and active, `contacts`, and the settings of
+:data:`~wbc_control.config.settings.LIVE_SETTINGS`.
 
 The node validates a `ros2 param set` batch in its on-set callback with
 :func:`plan_live_update` (any error refuses the whole batch and names the parameter) and applies
@@ -12,7 +13,11 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from wbc_control.config._coerce import parameter_errors, scalar
-from wbc_control.config.settings import ControllerSettings, update_settings
+from wbc_control.config.settings import (
+    ControllerSettings,
+    parse_live_contacts,
+    update_settings,
+)
 from wbc_control.config.tasks import (
     LIVE_TASK_FIELDS,
     TaskSpec,
@@ -22,6 +27,7 @@ from wbc_control.config.tasks import (
     task_fields,
     task_specs,
 )
+from wbc_control.control.contacts import Contact
 from wbc_control.control.prioritized_controller import PrioritizedController, validate_weight
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
@@ -95,12 +101,26 @@ def _task_update(robot: RobotModel, spec: TaskSpec, changes: Mapping[str, object
     if 'weight' in changes:
         with parameter_errors(f'{prefix}.weight'):
             weight = validate_weight(spec.name, scalar(changes['weight'], 'weight'))
-    max_error = spec.max_error
+    max_error, active = spec.max_error, spec.active
     if 'max_error' in changes:
         with parameter_errors(f'{prefix}.max_error'):
             max_error = check_max_error(changes['max_error'])
+    if 'active' in changes:
+        with parameter_errors(f'{prefix}.active'):
+            if not isinstance(changes['active'], bool):
+                raise InvalidValue(f'must be true or false, got {changes["active"]!r}')
+        active = changes['active']
     new_spec = TaskSpec(
-        spec.name, spec.type, spec.priority, kp, kd, target, weight, spec.options, max_error
+        spec.name,
+        spec.type,
+        spec.priority,
+        kp,
+        kd,
+        target,
+        weight,
+        spec.options,
+        max_error,
+        active,
     )
     return TaskUpdate(new_spec, frozenset(changes))
 
@@ -117,6 +137,8 @@ def apply_task_update(controller: PrioritizedController, update: TaskUpdate) -> 
         controller.set_weight(spec.name, spec.weight)
     if 'max_error' in fields:
         task.set_max_error(spec.max_error)
+    if 'active' in fields:
+        controller.set_active(spec.name, spec.active)
 
 
 class LiveUpdate(NamedTuple):
@@ -124,6 +146,7 @@ class LiveUpdate(NamedTuple):
 
     settings: ControllerSettings  # the settings after the change
     tasks: tuple[TaskUpdate, ...]
+    contacts: tuple[Contact, ...] | None = None  # the new contact set, None: unchanged
 
 
 def plan_live_update(
@@ -139,14 +162,27 @@ def plan_live_update(
         InvalidValue, InvalidShape: a value fails validation.
     """
     task_changes = {name: value for name, value in changes.items() if name.startswith('tasks.')}
-    setting_changes = {name: value for name, value in changes.items() if name not in task_changes}
+    setting_changes = {
+        name: value
+        for name, value in changes.items()
+        if name not in task_changes and name != 'contacts'
+    }
     updates = plan_task_updates(robot, task_specs(controller), task_changes)
-    return LiveUpdate(update_settings(settings, setting_changes), updates)
+    contacts = None
+    if 'contacts' in changes:
+        known = controller.stacks.known_contacts
+        contacts = parse_live_contacts(robot, changes['contacts'], known)
+    return LiveUpdate(update_settings(settings, setting_changes), updates, contacts)
 
 
 def apply_live_update(controller: PrioritizedController, update: LiveUpdate) -> None:
     """Apply a planned batch to the controller (the caller keeps `update.settings`)."""
     for task_update in update.tasks:
         apply_task_update(controller, task_update)
-    controller.singular_value_threshold = update.settings.singular_value_threshold
-    controller.friction_coefficient = update.settings.friction_coefficient
+    settings = update.settings
+    controller.singular_value_threshold = settings.singular_value_threshold
+    controller.friction_coefficient = settings.friction_coefficient
+    controller.switching.contact_time = settings.contact_transition_time
+    controller.switching.task_time = settings.task_transition_time
+    if update.contacts is not None:
+        controller.set_contacts(update.contacts)

@@ -28,8 +28,6 @@ from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 
 _SCHEMA = load_schema('wbc_controller')
-#: Controller-level settings that can change at runtime (the schema's read_only: false).
-LIVE_SETTINGS = frozenset(spec.name for spec in _SCHEMA if spec.live)
 #: Contact types the `contact_types` parameter takes (a Contact can also be 'along' an axis).
 CONTACT_TYPES = ('surface', 'point')
 #: World frame (odometry frame_id) of a floating-base robot unless `world_frame` says otherwise.
@@ -42,6 +40,9 @@ _SETTINGS = tuple(
     if name not in load_schema('robot_model').parameters
     and name not in ('contacts', 'contact_types', 'task_names')
 )
+#: Controller-level settings that can change at runtime (the schema's read_only: false;
+#: `contacts`, live too, is :func:`parse_live_contacts`'s).
+LIVE_SETTINGS = frozenset(name for name in _SETTINGS if _SCHEMA[name].live)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ class ControllerSettings:
         joint_limits: enforce the URDF position limits by a joint-limit level.
         joint_limit_margin, joint_limit_gain, joint_limit_deceleration: that level's wall
             (:class:`~wbc_control.control.joint_limits.JointLimits`).
+        contact_transition_time: load transfer of a contact switch (s).
+        task_transition_time: fade of a task switched on or off (s).
     """
 
     command_joints: tuple[str, ...]
@@ -94,6 +97,8 @@ class ControllerSettings:
     joint_limit_margin: float = 0.05
     joint_limit_gain: float = 400.0
     joint_limit_deceleration: float = 5.0
+    contact_transition_time: float = 0.3
+    task_transition_time: float = 0.3
 
 
 def root_link(robot: RobotModel) -> str:
@@ -233,6 +238,33 @@ def parse_contacts(robot: RobotModel, frames: object, types: object) -> tuple[Co
                 f'{", ".join(bad)}; each type must be one of {", ".join(CONTACT_TYPES)}'
             )
     return tuple(Contact.create(robot, frame, kind) for frame, kind in zip(frames, kinds))
+
+
+def parse_live_contacts(
+    robot: RobotModel, frames: object, known: Mapping[str, Contact]
+) -> tuple[Contact, ...]:
+    """A live `contacts` value, validated.
+
+    Its frames must be among `known` (the start-up contacts, whose types they keep), unique,
+    and at least one on a floating base.
+
+    Raises:
+        InvalidTaskConfig, ModelError: the message starts with `contacts`.
+    """
+    with parameter_errors('contacts'):
+        frames = string_list(frames, 'contacts')
+        if robot.floating_base and not frames:
+            raise ModelError('a floating base needs at least one contact')
+        repeated = duplicates(frames)
+        if repeated:
+            raise InvalidTaskConfig(f'duplicate frames: {", ".join(repeated)}')
+        unknown = [repr(frame) for frame in frames if frame not in known]
+        if unknown:
+            raise InvalidTaskConfig(
+                f'frame(s) {", ".join(unknown)} were not contacts at start-up, so their contact '
+                f'type is unknown; live contacts are among: {", ".join(known)}'
+            )
+    return tuple(known[frame] for frame in frames)
 
 
 def _frame_name(value: object, parameter: str) -> str:

@@ -27,7 +27,7 @@ from wbc_control.tasks.registry import TASK_TYPES
 from wbc_control.tasks.task import PDGains, Task, check_max_error
 
 #: Fields every task type takes besides `type` (a type adds its class's FIELDS).
-COMMON_FIELDS = ('priority', 'kp', 'kd', 'target', 'weight', 'max_error')
+COMMON_FIELDS = ('priority', 'kp', 'kd', 'target', 'weight', 'max_error', 'active')
 TASK_NAME_PATTERN = re.compile(r'[A-Za-z][A-Za-z0-9_]*')
 _SCHEMA = load_schema('wbc_controller')
 _TASK_SCHEMA = _SCHEMA.maps['tasks']
@@ -50,6 +50,7 @@ class TaskSpec:
         weight: weight within the level.
         options: the type's own fields (e.g. frame), passed to its constructor by name.
         max_error: the error K_p acts on is clipped to this norm (0: none).
+        active: the task is on (off: faded out over `task_transition_time`).
     """
 
     name: str
@@ -61,6 +62,7 @@ class TaskSpec:
     weight: float = 1.0
     options: Mapping[str, object] = field(default_factory=dict)
     max_error: float = 0.0
+    active: bool = True
 
     @property
     def gains(self) -> PDGains:
@@ -147,7 +149,8 @@ def parse_task(robot: RobotModel, name: str, values: Mapping[str, object]) -> Ta
     max_error = _schema_value(name, 'max_error', values.get('max_error'))
     with parameter_errors(f'{prefix}.max_error'):
         max_error = check_max_error(max_error)
-    return TaskSpec(name, cls.TYPE, priority, kp, kd, target, weight, options, max_error)
+    active = _schema_value(name, 'active', values.get('active'))
+    return TaskSpec(name, cls.TYPE, priority, kp, kd, target, weight, options, max_error, active)
 
 
 def check_task_name(name: object) -> None:
@@ -222,7 +225,11 @@ def build_entries(robot: RobotModel, specs: Iterable[TaskSpec]) -> list[TaskEntr
     """The controller's task list (tasks without a target wait for the first state)."""
     return [
         TaskEntry(
-            spec.name, TASK_TYPES[spec.type].from_spec(robot, spec), spec.priority, spec.weight
+            spec.name,
+            TASK_TYPES[spec.type].from_spec(robot, spec),
+            spec.priority,
+            spec.weight,
+            spec.active,
         )
         for spec in specs
     ]
@@ -238,5 +245,7 @@ def task_specs(controller: PrioritizedController) -> dict[str, TaskSpec]:
         specs[entry.name] = TaskSpec(
             entry.name, entry.task.TYPE, entry.priority, gains.kp, kd, None, weight
         )
-        specs[entry.name] = replace(specs[entry.name], max_error=gains.max_error)
+        specs[entry.name] = replace(
+            specs[entry.name], max_error=gains.max_error, active=controller.active(entry.name)
+        )
     return specs

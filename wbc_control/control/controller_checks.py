@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from wbc_control.control.contact_transitions import TransitionReport
 from wbc_control.control.prioritized_controller import PrioritizedController
 from wbc_control.control.tick_statistics import TickStatistics
 
@@ -73,6 +74,7 @@ def tasks_check(statistics: TickStatistics, clipping: Sequence[str] = ()) -> Che
             values[f'{prefix}.condition_number'] = level.condition_number
             values[f'{prefix}.rank'] = level.rank
             values[f'{prefix}.damped_directions'] = level.damped_directions
+        values |= switching_values(result.transition)
     if statistics.failures_in_period:
         return Check(Severity.ERROR, statistics.last_error, values)
     if result is None:
@@ -88,7 +90,19 @@ def tasks_check(statistics: TickStatistics, clipping: Sequence[str] = ()) -> Che
     if problems:
         return Check(Severity.WARN, '; '.join(problems), values)
     summary = f'{len(result.tasks)} task(s) on {len(result.levels)} level(s), well conditioned'
+    if result.transition.switching:
+        summary += f'; switching {result.transition.switching}'
     return Check(Severity.OK, summary, values)
+
+
+def switching_values(report: TransitionReport) -> dict[str, object]:
+    """The contact and task switch under way (or the last one): what, how far, largest step."""
+    return {
+        'switching': report.switching,
+        'switch_progress': report.progress,
+        'switch_max_torque_step': report.max_torque_step,
+        'switches': report.transitions,
+    }
 
 
 def inputs_check(statistics: TickStatistics, inputs: InputState) -> Check:

@@ -107,7 +107,7 @@ class ControllerLoop:
             self.state.update(self._q, self._v)
             self.has_state = True
             held = tuple(self._hold_pending_targets())
-            result = self.controller.compute(self.state, None)
+            result = self.controller.compute(self.state, None, now_s)
             command = self.output.task_command(
                 result.torque, self.state, self._since_command(now_s), self._ramp(now_s)
             )
@@ -197,6 +197,8 @@ def build_loop(
         tuple(contacts),
         settings.friction_coefficient,
         joint_limits,
+        settings.contact_transition_time,
+        settings.task_transition_time,
     )
     limiter = TorqueLimiter(settings.effort_limits, settings.torque_rate_limits)
     output = CommandOutput(limiter, settings.robot_compensates_gravity)

@@ -14,12 +14,16 @@ from wbc_control.tasks.task import Task, TaskTerms
 
 @dataclass(frozen=True)
 class TaskEntry:
-    """A task in the controller's list: its name, priority level (0 = highest) and weight."""
+    """A task in the controller's list: name, priority level (0 = highest), weight, active.
+
+    `active` says whether it is on at start (see `PrioritizedController.set_active`).
+    """
 
     name: str
     task: Task
     priority: int = 0
     weight: float = 1.0
+    active: bool = True
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -128,7 +128,8 @@ class Stacks:
         self.robot, self.entries = robot, tuple(entries)
         self.weights = {entry.name: float(entry.weight) for entry in entries}
         self.known_contacts = {contact.frame: contact for contact in contacts}
-        key = StackKey(tuple(self.known_contacts), frozenset())
+        inactive = frozenset(entry.name for entry in entries if not entry.active)
+        key = StackKey(tuple(self.known_contacts), inactive)
         self.switching = StackSwitcher(key, *transition_times)
         self._stacks: dict[StackKey, tuple[Stack, tuple[np.ndarray, ...]]] = {}
         self.stack(key)
