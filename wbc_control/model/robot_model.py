@@ -74,6 +74,14 @@ class RobotModel:
         self._joint_ids = range(first, model.njoints)
         self.indices = self._build_index_tables()
         self.frame_names: tuple[str, ...] = tuple(frame.name for frame in model.frames)
+        # Per-message scatter: slices where the tables are contiguous (no gather), no cos/sin
+        # without continuous joints, the shape to check against.
+        tables = self.indices
+        self._actuated_shape = (len(names),)
+        self._q_linear = _as_index(tables.q_linear)
+        self._linear_joints = _as_index(tables.linear_joints)
+        self._has_continuous = tables.q_cos.size > 0
+        self._v_actuated = _as_index(tables.v)
 
     @classmethod
     def from_urdf_string(cls, urdf_xml: str, floating_base: bool = False) -> 'RobotModel':
@@ -163,22 +171,27 @@ class RobotModel:
 
         Continuous joints take their angle and are stored as (cos, sin).
         """
-        positions = np.asarray(joint_positions, dtype=float)
-        if positions.shape != (self.n_actuated,):
+        positions = joint_positions
+        if type(positions) is not np.ndarray:
+            positions = np.asarray(positions, dtype=float)
+        if positions.shape != self._actuated_shape:
             raise InvalidShape(
                 f'expected {self.n_actuated} joint positions, got shape {positions.shape}'
             )
         q = np.empty(self.nq) if out is None else out
         if self.floating_base:
-            pose = np.asarray(base_pose if base_pose is not None else _IDENTITY_POSE, dtype=float)
+            pose = _IDENTITY_POSE if base_pose is None else base_pose
+            if type(pose) is not np.ndarray:
+                pose = np.asarray(pose, dtype=float)
             if pose.shape != (FREE_FLYER_NQ,):
                 raise InvalidShape(f'base pose needs 7 values (xyz, qxyzw), got {pose.shape}')
             q[:FREE_FLYER_NQ] = pose
-        tables = self.indices
-        q[tables.q_linear] = positions[tables.linear_joints]
-        angles = positions[tables.continuous_joints]
-        q[tables.q_cos] = np.cos(angles)
-        q[tables.q_cos + 1] = np.sin(angles)
+        q[self._q_linear] = positions[self._linear_joints]
+        if self._has_continuous:
+            tables = self.indices
+            angles = positions[tables.continuous_joints]
+            q[tables.q_cos] = np.cos(angles)
+            q[tables.q_cos + 1] = np.sin(angles)
         return q
 
     def joint_positions(self, q: npt.ArrayLike) -> np.ndarray:
@@ -197,19 +210,25 @@ class RobotModel:
         out: np.ndarray | None = None,
     ) -> np.ndarray:
         """Assemble v from joint velocities (+ base twist: linear, angular, in the base frame)."""
-        velocities = np.asarray(joint_velocities, dtype=float)
-        if velocities.shape != (self.n_actuated,):
+        velocities = joint_velocities
+        if type(velocities) is not np.ndarray:
+            velocities = np.asarray(velocities, dtype=float)
+        if velocities.shape != self._actuated_shape:
             raise InvalidShape(
                 f'expected {self.n_actuated} joint velocities, got shape {velocities.shape}'
             )
         v = np.empty(self.nv) if out is None else out
         if self.floating_base:
-            twist = np.zeros(FREE_FLYER_NV) if base_twist is None else base_twist
-            twist = np.asarray(twist, dtype=float)
-            if twist.shape != (FREE_FLYER_NV,):
-                raise InvalidShape(f'base twist needs 6 values, got {twist.shape}')
-            v[:FREE_FLYER_NV] = twist
-        v[self.indices.v] = velocities
+            if base_twist is None:
+                v[:FREE_FLYER_NV] = 0.0
+            else:
+                twist = base_twist
+                if type(twist) is not np.ndarray:
+                    twist = np.asarray(twist, dtype=float)
+                if twist.shape != (FREE_FLYER_NV,):
+                    raise InvalidShape(f'base twist needs 6 values, got {twist.shape}')
+                v[:FREE_FLYER_NV] = twist
+        v[self._v_actuated] = velocities
         return v
 
     def _build_index_tables(self) -> JointIndexTables:
@@ -233,7 +252,15 @@ class RobotModel:
         )
 
 
-_IDENTITY_POSE = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+_IDENTITY_POSE = np.array((0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0))
+_IDENTITY_POSE.flags.writeable = False
+
+
+def _as_index(indices: np.ndarray) -> slice | np.ndarray:
+    """A slice when `indices` are consecutive and ascending (a view, no gather), else them."""
+    if indices.size and (np.diff(indices) == 1).all():
+        return slice(int(indices[0]), int(indices[-1]) + 1)
+    return indices
 
 
 class JointStateMapping:

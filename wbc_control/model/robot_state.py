@@ -3,18 +3,18 @@
 `RobotState.update(q, v)` runs Pinocchio's C++ routines once per tick, and no more of them
 than the controller needs:
 
-- `forwardKinematics` with q̈ = 0: joint placements, velocities and the zero-acceleration bias
-  (the classical drift terms J̇v of the tasks are read from it);
-- `computeJointJacobians` (from those placements) and `updateFramePlacements`;
-- `crba`: the joint-space inertia M(q) (the Python binding returns both triangles);
-- `nonLinearEffects`: h(q, v) = C(q, v) v + g(q) (RNEA with q̈ = 0).
+- `computeAllTerms`: in one pass, joint placements, velocities and the zero-acceleration bias
+  (the classical drift terms J̇v of the tasks are read from it), the joint Jacobians, the
+  joint-space inertia M(q) (both triangles), h(q, v) = C(q, v) v + g(q), and the centre of mass
+  with its velocity and Jacobian; one call instead of five (`forwardKinematics` with q̈ = 0,
+  `computeJointJacobians`, `crba`, `nonLinearEffects`, `jacobianCenterOfMass`), and less time;
+- `updateFramePlacements`.
 
-On first use in a tick, and only then:
+M and h are views of Pinocchio's `Data`, not copies. On first use in a tick, and only then:
 
 - a Cholesky factorisation of M (LAPACK `potrf`), so that M⁻¹B is always a pair of triangular
   solves (`potrs`) and M is never inverted explicitly;
-- the centre of mass, its velocity, Jacobian and drift (`jacobianCenterOfMass` and
-  `centerOfMass` at ACCELERATION level, from the kinematics above);
+- the centre of mass drift (`centerOfMass` at ACCELERATION level, from the kinematics above);
 - the generalized gravity g(q) (one more RNEA pass).
 
 Tasks read from it; they never call Pinocchio algorithms that redo the kinematics.
@@ -35,6 +35,7 @@ LOCAL_WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 # Resolved once: the scipy wrappers (cho_factor / cho_solve) cost more than the factorisation
 # of a robot-sized M.
 _POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
+_SUM = np.add.reduce  # `ndarray.sum` adds a Python wrapper to each call
 
 
 class RobotState:
@@ -46,15 +47,15 @@ class RobotState:
         self.data = robot.model.createData()
         self.q = robot.neutral_configuration()
         self.v = np.zeros(robot.nv)
-        self.mass_matrix = np.zeros((robot.nv, robot.nv))
-        self.nonlinear_effects = np.zeros(robot.nv)
-        self._zero_acceleration = np.zeros(robot.nv)
+        # Views of the Data that `update` fills in place (Pinocchio never reallocates them).
+        self.mass_matrix: np.ndarray = self.data.M
+        self.nonlinear_effects: np.ndarray = self.data.nle
         self._cholesky: np.ndarray | None = None
         self._com_valid = False
-        self._com = np.zeros(3)
-        self._com_velocity = np.zeros(3)
-        self._com_drift = np.zeros(3)
-        self._com_jacobian = np.zeros((3, robot.nv))
+        self._com: np.ndarray = self.data.com[0]
+        self._com_velocity: np.ndarray = self.data.vcom[0]
+        self._com_drift: np.ndarray = self.data.acom[0]
+        self._com_jacobian: np.ndarray = self.data.Jcom
         self._gravity_valid = False
         self._gravity = np.zeros(robot.nv)
 
@@ -65,8 +66,10 @@ class RobotState:
             InvalidShape: wrong vector sizes.
             InvalidValue: non-finite entries.
         """
-        q = np.asarray(q, dtype=float)
-        v = np.asarray(v, dtype=float)
+        if type(q) is not np.ndarray:
+            q = np.asarray(q, dtype=float)
+        if type(v) is not np.ndarray:
+            v = np.asarray(v, dtype=float)
         if q.shape != (self.robot.nq,) or v.shape != (self.robot.nv,):
             raise InvalidShape(
                 f'expected q of shape ({self.robot.nq},) and v of shape ({self.robot.nv},), '
@@ -74,16 +77,12 @@ class RobotState:
             )
         # A sum is finite exactly when every entry is (barring overflow past 1e306, far beyond
         # any joint state); one reduction per vector instead of an elementwise test and `all`.
-        if not (math.isfinite(q.sum()) and math.isfinite(v.sum())):
+        if not math.isfinite(_SUM(q) + _SUM(v)):
             raise InvalidValue('q or v has non-finite entries')
-        np.copyto(self.q, q)
-        np.copyto(self.v, v)
-        model, data = self.model, self.data
-        pin.forwardKinematics(model, data, self.q, self.v, self._zero_acceleration)
-        pin.computeJointJacobians(model, data)
-        pin.updateFramePlacements(model, data)
-        np.copyto(self.mass_matrix, pin.crba(model, data, self.q))
-        np.copyto(self.nonlinear_effects, pin.nonLinearEffects(model, data, self.q, self.v))
+        self.q[:] = q
+        self.v[:] = v
+        pin.computeAllTerms(self.model, self.data, self.q, self.v)
+        pin.updateFramePlacements(self.model, self.data)
         self._cholesky = None
         self._com_valid = False
         self._gravity_valid = False
@@ -107,9 +106,10 @@ class RobotState:
 
     def solve_mass_matrix(self, rhs: np.ndarray) -> np.ndarray:
         """M⁻¹ rhs by two triangular solves (rhs: `(nv,)` or `(nv, k)`)."""
-        factor, lower = self.mass_matrix_cholesky
-        solution, _ = _POTRS(factor, rhs, lower=lower)
-        return solution
+        factor = self._cholesky
+        if factor is None:
+            factor = self.mass_matrix_cholesky[0]
+        return _POTRS(factor, rhs, lower=False)[0]
 
     @property
     def gravity(self) -> np.ndarray:
@@ -170,10 +170,6 @@ class RobotState:
         """Centre-of-mass quantities from this tick's kinematics, at most once per tick."""
         if self._com_valid:
             return
-        model, data = self.model, self.data
-        np.copyto(self._com_jacobian, pin.jacobianCenterOfMass(model, data, False))
-        pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
-        np.copyto(self._com, data.com[0])
-        np.copyto(self._com_velocity, data.vcom[0])
-        np.copyto(self._com_drift, data.acom[0])
+        # com, vcom and Jcom are computeAllTerms'; this adds acom from the same kinematics.
+        pin.centerOfMass(self.model, self.data, pin.KinematicLevel.ACCELERATION, False)
         self._com_valid = True
