@@ -11,7 +11,10 @@ publisher's stamps jumped back) the command ramps to the task torque over `soft_
 (:class:`~wbc_control.control.soft_start.SoftStart`) from the gravity safe command, the
 holding torque: whatever `stale_command` is, a robot that does not compensate gravity itself
 must not fall during the ramp (for one that does, the holding command is zero on a fixed
-base).
+base). With the joint-limit level the ramp acts on the tasks instead: every task's commanded
+acceleration ẍ* is scaled by the ramp's α inside the controller, and the level acts in full
+from the first tick, so that a joint that fell into its limit while the controller was down is
+braked and pulled back at once (blending the torque would have weakened the level too).
 """
 
 from collections.abc import Sequence
@@ -107,9 +110,10 @@ class ControllerLoop:
             self.state.update(self._q, self._v)
             self.has_state = True
             held = tuple(self._hold_pending_targets())
+            ramp = self._ramp(now_s)
             result = self.controller.compute(self.state, None, now_s)
             command = self.output.task_command(
-                result.torque, self.state, self._since_command(now_s), self._ramp(now_s)
+                result.torque, self.state, self._since_command(now_s), ramp
             )
             if not np.isfinite(command.torque).all():
                 error, kind = 'non-finite torque computed: the safe command went out', 'non_finite'
@@ -131,7 +135,16 @@ class ControllerLoop:
                 yield entry.name, entry.task.set_target_from_state(self.state)
 
     def _ramp(self, now_s: float) -> tuple[float, np.ndarray] | None:
+        """The soft start's blend with the holding torque; None when done or not by torque.
+
+        With the joint-limit level the tasks' accelerations ramp instead, inside the
+        controller, so that the level brakes a joint at its limit in full from the first tick
+        (`PrioritizedController.task_ramp`).
+        """
         alpha = self.soft_start.fraction(now_s)
+        if self.controller.joint_limits is not None:
+            self.controller.task_ramp = alpha
+            return None
         if alpha >= 1.0:
             return None
         contacts = self.controller.contacts
@@ -179,7 +192,13 @@ def build_loop(
     contacts: Sequence[Contact],
     wall_timeout: float,
 ) -> ControllerLoop:
-    """The controller loop of validated settings (the command output limits what is sent)."""
+    """The controller loop of validated settings (the command output limits what is sent).
+
+    The controller gets the effort limits as well, so that its joint-limit level scales the
+    tasks down to fit them (Flacco, De Luca & Khatib 2012) instead of the output clipping joint
+    by joint. Not for a driver that adds gravity itself: the limits then bound τ − g(q), which
+    the controller's symmetric bound on τ cannot express; the output alone limits it.
+    """
     joint_limits = None
     if settings.joint_limits:
         joint_limits = JointLimits(
@@ -192,7 +211,9 @@ def build_loop(
         robot,
         list(entries),
         settings.singular_value_threshold,
-        np.full(robot.n_actuated, np.inf),
+        np.full(robot.n_actuated, np.inf)
+        if settings.robot_compensates_gravity
+        else settings.effort_limits,
         None,
         tuple(contacts),
         settings.friction_coefficient,

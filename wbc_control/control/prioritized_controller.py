@@ -147,6 +147,7 @@ class PrioritizedController:
         self._null_space = np.eye(robot.nv)
         self._actuated = as_slice(robot.indices.v)
         self.joint_limits = joint_limits
+        self.task_ramp = 1.0  # a soft start's α scales every ẍ* (with the joint-limit level)
         self._use(self.stacks.current, {})
 
     def task(self, name: str) -> Task:
@@ -230,9 +231,11 @@ class PrioritizedController:
         for level in self.levels:
             terms = [entry.task.compute(state) for entry in level.entries]
             level_terms.append((terms, *level.stack(terms)))
+        limit_level, scale, ramp = None, 1.0, self.task_ramp
+        if self.joint_limits is not None and ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
+            level_terms = [(t, j, d, ramp * x - (1.0 - ramp) * d) for t, j, d, x in level_terms]
         recursion = partial(self._recursion, inverse_inertia, start, level_terms)
         acceleration, level_reports = recursion(None)
-        limit_level, scale = None, 1.0
         if self.joint_limits is not None:
             unforced = partial(self._unforced, inverse_inertia, start, level_terms)
             bounds, base = self.joint_limits.bounds(state), None

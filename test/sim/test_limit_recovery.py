@@ -1,0 +1,134 @@
+"""Joint limits and effort limits in closed loop: the core controller on MuJoCo, lock-step.
+
+The controller is built from a params file exactly as the node builds it
+(`parse_controller_settings`, `parse_tasks`, `build_loop`), and each tick's command is applied
+to the simulator for one control period: no DDS, so the runs are deterministic. MuJoCo's joint
+limits are soft stops that a fast joint can pass by a few centimetres; the tests measure the
+joints against the URDF limits.
+"""
+
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from sim_support import make_simulation
+import yaml
+
+from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
+from wbc_control.control.controller_loop import ControllerLoop, build_loop
+from wbc_control.model.robot_state import RobotState
+from wbc_control.sim.simulation import MujocoSimulation
+
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
+READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
+HAND_TARGET = np.array([0.307, 0.0, 0.59])  # config/panda_controller.yaml
+#: Simulated time per command and physics steps per command (config/panda_sim.yaml).
+CONTROL_PERIOD_S = 0.002
+STEPS = 2
+#: Seconds within which the hand must be back under 1 cm after a restart.
+RECOVERY_S = 5.0
+
+pytestmark = pytest.mark.slow
+
+
+def shipped_parameters(name: str) -> dict:
+    """The `ros__parameters` of a shipped controller config."""
+    (section,) = yaml.safe_load((CONFIG / f'{name}.yaml').read_text()).values()
+    return section['ros__parameters']
+
+
+def make_loop(sim: MujocoSimulation, parameters: dict) -> ControllerLoop:
+    """A fresh controller loop (a started or restarted node) from `parameters`."""
+    robot = sim.robot
+    settings = parse_controller_settings(robot, parameters)
+    specs = parse_tasks(robot, parameters['task_names'], parameters['tasks'])
+    return build_loop(robot, settings, build_entries(robot, specs), (), 1.0)
+
+
+class Clock:
+    """Simulated time of the loop (s)."""
+
+    def __init__(self) -> None:
+        self.now_s = 0.0
+
+
+def tick(sim: MujocoSimulation, loop: ControllerLoop, clock: Clock) -> np.ndarray:
+    """One command computed, sent and simulated for a control period; returns the command."""
+    positions, velocities = sim.joint_positions(), sim.joint_velocities()
+    outcome = loop.tick(positions, velocities, None, None, clock.now_s, clock.now_s)
+    loop.sent(clock.now_s)
+    sim.apply_torque(outcome.torque)
+    sim.step(STEPS)
+    clock.now_s += CONTROL_PERIOD_S
+    return outcome.torque
+
+
+def beyond_limits(sim: MujocoSimulation) -> np.ndarray:
+    """How far each joint is past its URDF limit (m or rad; <= 0 inside), `(n_act,)`."""
+    lower, upper = sim.robot.position_limits
+    positions = sim.joint_positions()
+    return np.maximum(lower - positions, positions - upper)
+
+
+class Recovery(NamedTuple):
+    """A restart's hand errors (m, one per control period) and the joints beyond limits."""
+
+    errors: np.ndarray
+    beyond_at_restart: np.ndarray  # (n_act,)
+    beyond: np.ndarray  # (steps, n_act)
+
+
+def restart_run(seed: int, down_s: float) -> Recovery:
+    """The shipped Panda controller holds its target, stops for `down_s`, and starts again.
+
+    While it is down the simulator applies zero torque (its command timeout): the arm falls
+    against its limits, the wrist spinning. The restarted controller is a new loop, as a new
+    process would be, with the shipped soft start, rate limit and error clipping.
+    """
+    parameters = shipped_parameters('panda_controller')
+    sim = make_simulation('panda')
+    rng = np.random.default_rng(seed)
+    sim.reset(READY + np.r_[rng.uniform(-0.3, 0.3, 7), 0.0, 0.0])
+    clock, loop = Clock(), make_loop(sim, parameters)
+    for _ in range(round(1.0 / CONTROL_PERIOD_S)):
+        tick(sim, loop, clock)
+    sim.apply_torque(np.zeros(sim.robot.n_actuated))
+    sim.step(round(down_s / sim.timestep_s))
+    clock.now_s += down_s
+    beyond_at_restart = beyond_limits(sim)
+    loop = make_loop(sim, parameters)
+    state, frame = RobotState(sim.robot), sim.robot.frame_id('panda_hand')
+    errors, beyond = [], []
+    for _ in range(round(RECOVERY_S / CONTROL_PERIOD_S)):
+        tick(sim, loop, clock)
+        state.update(sim.robot.configuration(sim.joint_positions()), np.zeros(sim.robot.nv))
+        errors.append(np.linalg.norm(state.frame_placement(frame).translation - HAND_TARGET))
+        beyond.append(beyond_limits(sim))
+    return Recovery(np.array(errors), beyond_at_restart, np.array(beyond))
+
+
+@pytest.mark.parametrize('run', range(10))
+def test_a_restarted_controller_brings_the_fallen_arm_back_within_5_s(run):
+    """The restart case: hand error back under 1 cm within 5 s, in 10 of 10 runs.
+
+    The runs differ in the posture the arm held and in how long the controller was down
+    (0.5 to 5 s): the arm lies against two to six joint limits, up to 0.18 rad past them
+    (MuJoCo's soft stops), when the controller restarts. A joint still spinning into its stop
+    may go on a little (0.028 rad at most in these runs, the momentum of the fall); every
+    joint is back inside its limits within 0.2 s and stays there. With the soft start blending
+    the torque (the joint-limit level at α of its strength) run 1 stalled at 0.21 m.
+    """
+    recovery = restart_run(run, 0.5 + 0.5 * run)
+    errors = recovery.errors
+    assert errors[0] > 0.3, f'the arm did not fall: hand error {errors[0]:.3f} m'
+    under = np.flatnonzero(errors < 0.01)
+    assert under.size, f'hand error {errors.min():.3f} m at best, {errors[-1]:.3f} m after 5 s'
+    back_s = under[0] * CONTROL_PERIOD_S
+    assert (errors[under[0] :] < 0.01).all(), f'under 1 cm at {back_s:.2f} s but not after'
+    beyond = recovery.beyond
+    overshoot = beyond - np.maximum(recovery.beyond_at_restart, 0.0)
+    assert overshoot.max() < 0.05, f'a joint went {overshoot.max():.3f} rad further past'
+    inside = round(0.2 / CONTROL_PERIOD_S)
+    assert (beyond[inside:] <= 0.0).all(), f'{beyond[inside:].max():.4f} rad past a limit'
+    print(f'run {run}: hand under 1 cm at {back_s:.2f} s, final {errors[-1] * 1e3:.1f} mm')
