@@ -6,6 +6,9 @@ start, so the signal often lands inside those imports, before :func:`runtime.run
 installed its handlers; Python's default handler would print a KeyboardInterrupt traceback from
 deep inside scipy. Nothing needs cleaning up at that point (rclpy is not initialised, no DDS
 entity exists), so the process simply ends with code 0, as after any requested stop.
+
+Once the node has stopped, the process ends without the interpreter's teardown
+(:func:`runtime.end_process`).
 """
 
 import importlib
@@ -21,7 +24,11 @@ def _run(module: str) -> None:
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, _stop_during_imports)
     # run_node replaces these handlers with its own before it initialises rclpy.
-    importlib.import_module(module).main()
+    try:
+        importlib.import_module(module).main()
+    except SystemExit as stop:
+        # The node is gone and rclpy shut down: end without the interpreter's slow teardown.
+        importlib.import_module('wbc_control.ros.runtime').end_process(stop.code)
 
 
 def controller() -> None:

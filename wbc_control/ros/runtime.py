@@ -1,5 +1,6 @@
 """What every wbc_control node shares: the robot-model parameters and the main() wrapper."""
 
+import atexit
 from collections.abc import Callable
 import gc
 import os
@@ -9,7 +10,7 @@ import signal
 import sys
 import threading
 import time
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -157,10 +158,10 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         signals.stopping = True
         _shut_down(node)
         signals.ignore()
-    # The interpreter's finalization would run the cycle collector over every object numpy,
-    # scipy, Pinocchio and MuJoCo allocated, more than once: 0.3 to 2 s on a loaded machine,
-    # past the 1 s a node has to stop after SIGINT. Frozen objects are skipped by the collector
-    # but still released by reference counting, so the DDS entities are destroyed as before.
+    # The console scripts skip the interpreter's teardown (end_process); when it runs (e.g.
+    # `python -m`), it would run the cycle collector over every object numpy, scipy,
+    # Pinocchio and MuJoCo allocated, more than once. Frozen objects are skipped by the
+    # collector but still released by reference counting.
     gc.freeze()
     return code
 
@@ -226,10 +227,12 @@ class _StopSignals:
 
 
 def _shut_down(node: Node | None) -> None:
-    """Destroy the node and shut rclpy down, tolerating a signal handler that got there first.
+    """Destroy the node, shut rclpy down and release the DDS participant.
 
-    On Jazzy, SIGINT / SIGTERM shut the context down from the signal handler; `try_shutdown`
-    can then race it and raise "rcl_shutdown already called".
+    Tolerates a signal handler that got there first: on Jazzy, SIGINT / SIGTERM shut the context
+    down from the signal handler; `try_shutdown` can then race it and raise "rcl_shutdown
+    already called". Destroying the context deletes the DDS participant (and its shared-memory
+    segments) now, not in the interpreter's teardown, which :func:`end_process` skips.
     """
     try:
         if node is not None:
@@ -238,6 +241,24 @@ def _shut_down(node: Node | None) -> None:
     except rclpy_implementation.RCLError:
         if rclpy.ok():
             raise
+    rclpy.get_default_context().destroy()
+
+
+def end_process(code: int | str | None) -> NoReturn:
+    """End a console script that ran :func:`run_node` with `code`, skipping the teardown.
+
+    The interpreter's teardown deallocates every module numpy, scipy, Pinocchio and MuJoCo
+    loaded: 0.3 to 1.5 s on a loaded machine, after the node is gone, and past the 1 s a node
+    has to stop after SIGINT. By then the node is destroyed and rclpy shut down, so only the
+    exit handlers (logging) and a flush of the output still matter.
+    """
+    atexit._run_exitfuncs()
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code or 0)
 
 
 def executable(name: str) -> str:
