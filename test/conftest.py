@@ -1,11 +1,40 @@
 """Shared pytest set-up: an isolated DDS domain per test session, on loopback only."""
 
+import fcntl
 import os
-import random
+from pathlib import Path
+import tempfile
+from typing import IO
 
-# Each pytest process gets its own ROS domain so that parallel runs on one machine (two
-# distributions, several developers) never see each other's topics.
-os.environ.setdefault('ROS_DOMAIN_ID', str(random.Random(os.getpid()).randint(1, 100)))
+#: Held (locked) for the life of this pytest process: the DDS domain it has reserved.
+_DOMAIN_LOCK: IO | None = None
+
+
+def _reserve_domain() -> int:
+    """A ROS domain no other pytest process on this machine is using, reserved until exit.
+
+    Each test process takes an exclusive lock on a per-domain file, so that parallel runs (two
+    distributions, several developers, a CI job beside a developer) never see each other's
+    topics; a random pick collided often enough with five runs at once to fail closed loops.
+    """
+    global _DOMAIN_LOCK
+    directory = Path(tempfile.gettempdir())
+    start = os.getpid() % 100
+    for offset in range(100):
+        domain = 1 + (start + offset) % 100
+        lock = (directory / f'wbc_control_test_domain_{domain}.lock').open('w')
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        _DOMAIN_LOCK = lock
+        return domain
+    raise RuntimeError('every ROS domain 1..100 is taken by another test run on this machine')
+
+
+if 'ROS_DOMAIN_ID' not in os.environ:
+    os.environ['ROS_DOMAIN_ID'] = str(_reserve_domain())
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
 
