@@ -333,7 +333,7 @@ class PrioritizedController:
             if self.levels:
                 null_space = self._reduce_null_space(None, consistent_inverse.dot(rows))
         last = len(self.levels) - 1
-        level_reports = []
+        level_reports = [None] * len(self.levels)
         for index, (sqrt_weights, (_, jacobian, _, target)) in enumerate(
             zip(self._sqrt_weights, level_terms)
         ):
@@ -351,18 +351,24 @@ class PrioritizedController:
             consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
             acceleration += consistent_inverse.dot(target - jacobian.dot(acceleration))
             if index < last:
-                null_space = self._reduce_null_space(
-                    null_space, inverse_inertia_jt.dot(inertia.blocking).dot(projected)
-                )
-            level_reports.append(self._level_report(index, inertia))
+                blocking = inertia.blocking  # M⁻¹Jpᵀ Λ_N is J̄ unless Λ_N was damped apart
+                if blocking is not inertia.inertia:
+                    consistent_inverse = inverse_inertia_jt.dot(blocking)
+                null_space = self._reduce_null_space(null_space, consistent_inverse.dot(projected))
+            level_reports[index] = self._level_report(index, inertia)
         return acceleration, tuple(level_reports)
 
     def _level_report(self, index: int, inertia) -> LevelReport:
         """A level's health; lost directions counted against its generic rank."""
         level, generic_rank = self.levels[index], self._generic_ranks[index]
-        lost = max(generic_rank - inertia.rank, inertia.damped)
+        lost = generic_rank - inertia.rank
         return LevelReport(
-            level.priority, level.names, inertia.condition_number, inertia.rank, lost, generic_rank
+            level.priority,
+            level.names,
+            inertia.condition_number,
+            inertia.rank,
+            lost if lost > inertia.damped else inertia.damped,
+            generic_rank,
         )
 
     def _reduce_null_space(self, null_space: np.ndarray | None, used: np.ndarray) -> np.ndarray:
