@@ -27,7 +27,7 @@ from std_msgs.msg import Float64, Float64MultiArray
 import yaml
 
 from wbc_control.demo.report import DemoRecord, summarize, write_report
-from wbc_control.demo.scenarios import SCENARIOS, Scenario
+from wbc_control.demo.scenarios import LEGGED_SCENARIOS, SCENARIOS, Scenario
 from wbc_control.exceptions import WbcError
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
@@ -190,7 +190,9 @@ def _stamp_s(message: JointState | Odometry) -> float:
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(prog='wbc_demo', description=__doc__.splitlines()[0])
-    parser.add_argument('--robot', choices=sorted(SCENARIOS), default='panda')
+    parser.add_argument(
+        '--robot', choices=sorted({*SCENARIOS, *LEGGED_SCENARIOS}), default='panda'
+    )
     parser.add_argument('--duration', type=float, default=10.0, help='sim seconds (default 10)')
     parser.add_argument('--headless', action='store_true', help='never open the MuJoCo viewer')
     parser.add_argument(
@@ -201,6 +203,10 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def run(arguments: argparse.Namespace) -> int:
     """Run one scenario; returns the exit code."""
+    if arguments.robot in LEGGED_SCENARIOS:
+        from wbc_control.demo.legged_run import run_legged  # it imports this module
+
+        return run_legged(LEGGED_SCENARIOS[arguments.robot](), arguments)
     scenario = SCENARIOS[arguments.robot]()
     urdf_path, floating_base = example_robot_urdf(scenario.robot)
     robot = RobotModel.from_urdf_path(urdf_path, floating_base)

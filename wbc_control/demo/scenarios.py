@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wbc_control.demo.legged import LeggedScenario, Move
+
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
 PANDA_READY_HAND = [0.307, 0.0, 0.487]  # panda_hand_tcp at PANDA_READY (m)
 HAND_DOWN_XYZW = [1.0, 0.0, 0.0, 0.0]
@@ -178,3 +180,143 @@ def talos_reaching() -> Scenario:
 
 
 SCENARIOS: dict[str, Callable[[], Scenario]] = {'panda': panda_tracking, 'talos': talos_reaching}
+
+
+# Legged: lift a foot ------------------------------------------------------------------------
+
+SOLO12_STANDING = [0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
+SOLO12_FEET = ['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT']
+#: Lift height (m), hold time in the air (s).
+FOOT_LIFT_M, FOOT_HOLD_S = 0.05, 2.0
+
+
+def solo12_lift() -> LeggedScenario:
+    """Solo12 shifts its COM over FR, HL, HR, lifts FL 5 cm for 2 s and puts it down.
+
+    The COM moves 5.3 cm towards the middle of the three-feet triangle (5 cm inside its
+    nearest edge), FL's load moves to the others over 0.3 s, the foot rises, waits and lands
+    where it started, its contact closes over 0.3 s, and the COM moves back. Effort limits are
+    Solo12's actuators (2.7 N m: 0.025 N m/A, 12 A, gear 9), not the URDF's 1000 N m.
+    """
+    controller = {
+        'contacts': SOLO12_FEET,
+        'contact_types': ['point'] * 4,
+        'friction_coefficient': 0.7,
+        'odom_pairing': 'stamp',
+        # Long enough that a loop starved of CPU is not taken for a stale one (the watchdog's
+        # command would step the lock-stepped simulator).
+        'joint_state_timeout': 2.0,
+        'effort_limits': 2.7,
+        'contact_transition_time': 0.3,
+        'task_names': ['com', 'base_orientation', 'foot', 'posture'],
+        'tasks': {
+            'com': {'type': 'com', 'priority': 0, 'kp': 100.0},
+            'base_orientation': {
+                'type': 'frame_orientation',
+                'frame': 'base_link',
+                'priority': 0,
+                'kp': 100.0,
+                'target': [0.0, 0.0, 0.0, 1.0],
+            },
+            'foot': {'type': 'frame_position', 'frame': 'FL_FOOT', 'priority': 1, 'kp': 900.0},
+            'posture': {
+                'type': 'joint_posture',
+                'priority': 2,
+                'kp': 10.0,
+                'target': SOLO12_STANDING,
+            },
+        },
+    }
+    sim = {
+        'timestep': 0.001,
+        'control_period': 0.002,
+        'lockstep': True,
+        'lockstep_resend_period': 5.0,
+        'ground_plane': True,
+        'initial_positions': SOLO12_STANDING,
+    }
+    shift = (-0.04, -0.035, 0.0)
+    lift = (0.0, 0.0, FOOT_LIFT_M)
+    return LeggedScenario(
+        robot='solo12',
+        description='Solo12 shifts its COM over three feet, lifts FL 5 cm for 2 s, puts it down',
+        controller=controller,
+        sim=sim,
+        duration_s=7.0,
+        com_moves=(Move(0.6, 1.0, shift), Move(5.6, 1.0, tuple(-v for v in shift))),
+        foot_task='foot',
+        foot_moves=(Move(2.1, 0.5, lift), Move(2.6 + FOOT_HOLD_S, 0.5, (0.0, 0.0, -FOOT_LIFT_M))),
+        contacts=((1.7, tuple(SOLO12_FEET[1:])), (5.2, tuple(SOLO12_FEET))),
+        base_frame='base_link',
+    )
+
+
+def talos_lift() -> LeggedScenario:
+    """Talos shifts its weight onto the right foot, lifts the left 5 cm for 2 s, puts it down.
+
+    The COM moves 8.6 cm sideways over the right sole (5 mm behind the sole frame, towards the
+    middle of the sole box), the left sole's load moves to the right one over 0.3 s, the
+    left foot (a frame_pose task: it stays flat) rises, waits and lands where it started, its
+    contact closes and the COM moves back.
+    """
+    controller = {
+        'contacts': ['left_sole_link', 'right_sole_link'],
+        'contact_types': ['surface', 'surface'],
+        'friction_coefficient': 0.7,
+        'odom_pairing': 'stamp',
+        'joint_state_timeout': 2.0,
+        'contact_transition_time': 0.3,
+        'task_names': ['com', 'torso', 'left_foot', 'posture'],
+        'tasks': {
+            'com': {'type': 'com', 'priority': 0, 'kp': 100.0},
+            'torso': {
+                'type': 'frame_orientation',
+                'frame': 'torso_2_link',
+                'priority': 1,
+                'kp': 100.0,
+                'target': [0.0, 0.0, 0.0, 1.0],
+            },
+            'left_foot': {
+                'type': 'frame_pose',
+                'frame': 'left_sole_link',
+                'priority': 1,
+                'kp': 400.0,
+            },
+            'posture': {
+                'type': 'joint_posture',
+                'priority': 2,
+                'kp': 25.0,
+                'target': TALOS_HALF_SITTING,
+            },
+        },
+    }
+    sim = {
+        'timestep': 0.001,
+        'control_period': 0.004,
+        'lockstep': True,
+        'lockstep_resend_period': 5.0,
+        'ground_plane': True,
+        'box_collision_links': ['leg_left_6_link', 'leg_right_6_link'],
+        'initial_positions': TALOS_HALF_SITTING,
+        'initial_base_pose': TALOS_BASE_POSE,
+    }
+    shift = (-0.0105, -0.0864, 0.0)  # from the COM (-0.003, 0.001) to (-0.014, -0.085)
+    lift = (0.0, 0.0, FOOT_LIFT_M)
+    return LeggedScenario(
+        robot='talos',
+        description='Talos shifts its weight onto the right foot, lifts the left 5 cm for 2 s',
+        controller=controller,
+        sim=sim,
+        duration_s=8.0,
+        com_moves=(Move(0.6, 1.5, shift), Move(6.3, 1.5, tuple(-v for v in shift))),
+        foot_task='left_foot',
+        foot_moves=(Move(2.6, 0.6, lift), Move(3.2 + FOOT_HOLD_S, 0.6, (0.0, 0.0, -FOOT_LIFT_M))),
+        contacts=((2.2, ('right_sole_link',)), (5.9, ('left_sole_link', 'right_sole_link'))),
+        base_frame='base_link',
+    )
+
+
+LEGGED_SCENARIOS: dict[str, Callable[[], LeggedScenario]] = {
+    'solo12_lift': solo12_lift,
+    'talos_lift': talos_lift,
+}
