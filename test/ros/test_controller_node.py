@@ -813,7 +813,7 @@ def local(probe):
 def test_a_non_finite_torque_from_the_core_is_replaced_by_the_safe_command(local):
     node, published = local({**COMMON, **POSTURE, 'stale_command': 'gravity'})
     compute = node._loop.controller.compute
-    node._loop.controller.compute = lambda state, dt: compute(state, dt)._replace(
+    node._loop.controller.compute = lambda *args: compute(*args)._replace(
         torque=np.full(9, np.nan)
     )
     positions, velocities = near_ready(14)
@@ -831,7 +831,7 @@ def test_a_non_finite_torque_from_the_core_is_replaced_by_the_safe_command(local
 def test_a_failing_core_sends_the_safe_command_and_reports_why(local):
     node, published = local({**COMMON, **POSTURE})
 
-    def fail(state, dt):
+    def fail(*args):
         raise InvalidValue('the joint-space inertia matrix is not positive definite')
 
     node._loop.controller.compute = fail
