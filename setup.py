@@ -26,6 +26,7 @@ ROS_WHEELS = [
     'sensor-msgs',
     'geometry-msgs',
     'nav-msgs',
+    'trajectory-msgs',
     'diagnostic-msgs',
     'rosgraph-msgs',
     'rmw-fastrtps-cpp',

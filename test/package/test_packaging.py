@@ -23,6 +23,7 @@ EXEC_DEPENDS = {
     'sensor_msgs',
     'geometry_msgs',
     'nav_msgs',
+    'trajectory_msgs',
     'diagnostic_msgs',
     'rosgraph_msgs',
     'builtin_interfaces',

@@ -3,8 +3,8 @@
 Wiring only; the work is in :class:`~wbc_control.control.controller_loop.ControllerLoop`.
 Each accepted `joint_states` sample (best effort, depth 1; paired with `odom` for a floating
 base) is one tick and one command on `effort_controller/commands` (reliable, depth 1, as
-ros2_control's forward_command_controller expects). `~/<task>/target` carries the message kind
-the task class reads (:mod:`wbc_control.ros.messages`), in `world_frame` (or ''). Stamps are
+ros2_control's forward_command_controller expects). `~/<task>/target` and
+`~/<task>/trajectory` are wired by :mod:`wbc_control.ros.task_inputs`. Stamps are
 judged against the node's clock; a watchdog on the wall clock sends the safe command while no
 tick ran for `joint_state_timeout` s of node or wall time, and a jump of the node's clock or
 of the publisher's stamps backwards restarts the input rules, the watchdog and the soft start
@@ -13,7 +13,6 @@ come from the schema (:mod:`wbc_control.ros.controller_parameters`); a live set 
 whole in the on-set callback and applied in the post-set callback.
 """
 
-from functools import partial
 import sys
 import time
 
@@ -43,6 +42,7 @@ from wbc_control.ros import messages
 from wbc_control.ros.controller_parameters import declare_controller_parameters
 from wbc_control.ros.parameters import refuse_unknown
 from wbc_control.ros.runtime import load_robot_model, run_node
+from wbc_control.ros.task_inputs import TaskInputs
 
 NODE_NAME = 'wbc_controller'
 COMMAND_TOPIC = 'effort_controller/commands'
@@ -53,7 +53,6 @@ COMMAND_QOS = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE
 )
 STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
-TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 WATCHDOG_MAX_PERIOD_S = 0.05
 # Under use_sim_time a simulator slower than real time is no fault: the wall-clock watchdog
 # only catches a stopped clock, so its limit is at least this (s).
@@ -90,10 +89,13 @@ class ControllerNode(Node):
         self.create_subscription(JointState, JOINT_STATE_TOPIC, self._on_joint_state, STATE_QOS)
         if self._robot.floating_base:
             self.create_subscription(Odometry, ODOM_TOPIC, self._on_odom, STATE_QOS)
-        for entry in self._loop.controller.entries:
-            callback = partial(self._on_target, entry.name)
-            message = messages.TARGET_MESSAGES[entry.task.MESSAGE]
-            self.create_subscription(message, f'~/{entry.name}/target', callback, TARGET_QOS)
+        self._task_inputs = TaskInputs(
+            self,
+            self._loop.controller,
+            self._robot,
+            lambda: self._settings.world_frame,
+            self._reject,
+        )
         period = min(settings.joint_state_timeout / 2.0, WATCHDOG_MAX_PERIOD_S)
         # On the steady clock: a stopped simulated clock must not stop the watchdog.
         self.create_timer(period, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -183,22 +185,6 @@ class ControllerNode(Node):
         if pair is not None:
             self._tick(pair.joints, pair.base, now)
 
-    def _on_target(self, name: str, msg) -> None:
-        """Replace a task's target from `~/<name>/target`, or reject the message."""
-        frame, world = msg.header.frame_id, self._settings.world_frame
-        if frame not in ('', world):
-            reason = f"frame_id '{frame}' is not the world frame '{world}' (or '')"
-            self._reject('targets.frame', f'~/{name}/target rejected: {reason}')
-            return
-        task = self._loop.controller.task(name)
-        try:
-            target = task.target_from_message(
-                self._robot, messages.decode_target(task.MESSAGE, msg)
-            )
-            task.assign_target(target)
-        except WbcError as error:
-            self._reject('targets.value', f'~/{name}/target rejected: {error}')
-
     def _restart_if(self, restarted: bool, topic: str) -> None:
         """The clock or the stamps on `topic` jumped back: restart the watchdog and ramp."""
         if restarted:
@@ -228,6 +214,7 @@ class ControllerNode(Node):
         """One tick: compute and publish (the safe command if the torque is unusable)."""
         pose, twist = (None, None) if base is None else (base.pose, base.twist)
         seconds = now.nanoseconds * 1e-9
+        self._task_inputs.apply(seconds)
         outcome = self._loop.tick(joints.positions, joints.velocities, pose, twist, seconds)
         self._publish(outcome.torque, now)
         logger = self.get_logger()
