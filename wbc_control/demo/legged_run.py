@@ -5,6 +5,11 @@ state (joint_states + odom of one stamp), streams the COM and foot lead targets 
 control period (:func:`wbc_control.demo.legged.lead_target`), sets `contacts` on the
 controller at the script's times, and records the states and commands. The report
 (:mod:`wbc_control.demo.legged_report`) measures them afterwards with Pinocchio.
+
+The controller's commands go to the simulator through the monitor (the controller's
+`effort_controller/commands` is remapped to `COMMAND_RELAY`): a command is passed on only once
+the monitor has handled the state before it, so the lock-stepped simulator cannot run ahead
+of the targets however the machine's load starves the monitor.
 """
 
 import argparse
@@ -31,6 +36,8 @@ from wbc_control.model.robot_model import JointStateMapping, RobotModel
 from wbc_control.model.robot_state import RobotState
 
 QUEUE_DEPTH = 1000
+COMMAND_TOPIC = '/effort_controller/commands'
+COMMAND_RELAY = '/wbc_demo/controller_commands'
 #: The foot's target starts streaming this long before its release (s), from where it stands.
 FOOT_LEAD_S = 0.1
 START_TIMEOUT_S = 120.0
@@ -67,9 +74,10 @@ class LeggedMonitor(Node):
             JointState, 'joint_states', self._on_joint_state, QUEUE_DEPTH
         )
         self.create_subscription(Odometry, 'odom', self._on_odometry, QUEUE_DEPTH)
-        self.create_subscription(
-            Float64MultiArray, 'effort_controller/commands', self._on_command, QUEUE_DEPTH
-        )
+        self.create_subscription(Float64MultiArray, COMMAND_RELAY, self._on_command, QUEUE_DEPTH)
+        self._commands = self.create_publisher(Float64MultiArray, COMMAND_TOPIC, QUEUE_DEPTH)
+        self._held: Float64MultiArray | None = None
+        self._states_handled = self._commands_passed = 0
 
     def joint_state_publishers(self) -> int:
         """How many publishers the joint_states subscription has matched."""
@@ -119,6 +127,8 @@ class LeggedMonitor(Node):
         self.record.times.append(stamp)
         self.record.configurations.append(q)
         self.record.velocities.append(v)
+        self._states_handled += 1
+        self._pass_commands()
 
     def _measure_starts(self, q: np.ndarray) -> np.ndarray:
         """The COM at the first state."""
@@ -156,6 +166,14 @@ class LeggedMonitor(Node):
         if len(message.data) == self.robot.n_actuated and self.sim_time >= 0.0:
             self.record.torque_times.append(self.sim_time)
             self.record.torques.append(np.asarray(message.data))
+        self._held = message  # the newest: the watchdog's commands before the first tick go
+        self._pass_commands()
+
+    def _pass_commands(self) -> None:
+        """One command per handled state goes on to the simulator (module docstring)."""
+        if self._held is not None and self._commands_passed < self._states_handled:
+            self._commands.publish(self._held)
+            self._held, self._commands_passed = None, self._commands_passed + 1
 
 
 def _stamp_s(message) -> float:
@@ -190,7 +208,8 @@ def run_legged(scenario: LeggedScenario, arguments: argparse.Namespace) -> int:
     try:
         if _wait(monitor, processes, lambda: monitor.joint_state_publishers() > 0):
             controller = {**model, **scenario.controller, 'use_sim_time': True}
-            processes.append(start_node('wbc_controller', controller, output))
+            remap = ['-r', f'effort_controller/commands:={COMMAND_RELAY}']
+            processes.append(start_node('wbc_controller', controller, output, remap))
             completed = _spin(monitor, processes, duration)
     except (KeyboardInterrupt, ExternalShutdownException):
         completed = False
