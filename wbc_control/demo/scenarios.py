@@ -204,8 +204,9 @@ def solo12_lift() -> LeggedScenario:
         'friction_coefficient': 0.7,
         'odom_pairing': 'stamp',
         # Long enough that a loop starved of CPU is not taken for a stale one (the watchdog's
-        # command would step the lock-stepped simulator).
-        'joint_state_timeout': 2.0,
+        # command would step the lock-stepped simulator); if it were, hold the robot up.
+        'joint_state_timeout': 5.0,
+        'stale_command': 'gravity',
         'effort_limits': 2.7,
         'contact_transition_time': 0.3,
         'task_names': ['com', 'base_orientation', 'foot', 'posture'],
@@ -264,7 +265,8 @@ def talos_lift() -> LeggedScenario:
         'contact_types': ['surface', 'surface'],
         'friction_coefficient': 0.7,
         'odom_pairing': 'stamp',
-        'joint_state_timeout': 2.0,
+        'joint_state_timeout': 5.0,
+        'stale_command': 'gravity',
         'contact_transition_time': 0.3,
         'task_names': ['com', 'torso', 'left_foot', 'posture'],
         'tasks': {
