@@ -2,17 +2,22 @@
 
 The nodes run as real processes (their console scripts) with the shipped Panda configs and
 example-robot-data's Panda. Start-up gets a generous timeout; the exit does not: the clock starts
-when the signal is sent. In the loop, the simulator runs as fast as it can, the controller
-answers every state and the sidecar solves the eigenproblem of M at every state, so every
-process is busy when the signal arrives. ``ros2 launch`` and a terminal's Ctrl-C both signal
-each node, so the loop is also stopped by two SIGINTs in quick succession.
+when the signal is sent. What counts is the node's own time: the wall-clock time to the exit
+less the time its main thread spent waiting for a CPU that other processes held (the
+scheduler's run-queue wait, /proc/<pid>/schedstat), so other work on a loaded machine does not
+make a node late, while time the node spends blocked (a join, a lock, a DDS timeout) counts.
+In the loop, the simulator runs as fast as it can, the controller answers every state and the
+sidecar solves the eigenproblem of M at every state, so every process is busy when the signal
+arrives. ``ros2 launch`` and a terminal's Ctrl-C both signal each node, so the loop is also
+stopped by two SIGINTs in quick succession.
 """
 
 from collections.abc import Iterator, Sequence
+import os
 from pathlib import Path
 import signal
-import subprocess
 import time
+from typing import NamedTuple
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
@@ -30,8 +35,8 @@ NODE_CONFIGS = {
     'wbc_sim': 'panda_sim.yaml',
 }
 STOP_S = 1.0
-START_TIMEOUT_S = 60.0
-#: How long to wait for an exit that already missed STOP_S, to report how late it was.
+START_TIMEOUT_S = 120.0
+#: Wall-clock bound of an exit however loaded the machine (ros2 launch escalates after 5 s).
 LATE_EXIT_S = 10.0
 #: Between the two SIGINTs of a terminal's Ctrl-C under ros2 launch.
 SECOND_SIGNAL_AFTER_S = 0.02
@@ -61,19 +66,51 @@ def wait_until_spinning(probe: RosProbe, node: NodeProcess, script: str) -> None
     assert probe.spin_until(future.done, START_TIMEOUT_S), node.output()
 
 
-def stop(node: NodeProcess, signals: Sequence[signal.Signals]) -> tuple[int | None, float]:
-    """Send `signals` and wait for the exit: (exit code or None if still running, seconds)."""
+class Exit(NamedTuple):
+    """How a node ended after its stop signals."""
+
+    code: int | None  # None: still running after LATE_EXIT_S
+    elapsed_s: float  # wall clock from the first signal to the exit
+    own_s: float  # elapsed_s less the main thread's wait for a CPU
+
+    def within(self, limit_s: float) -> bool:
+        """Its own time under `limit_s`, and not beyond the wall-clock bound."""
+        return self.own_s < limit_s and self.elapsed_s < LATE_EXIT_S
+
+    def __str__(self) -> str:
+        waited_s = self.elapsed_s - self.own_s
+        return (
+            f'{self.own_s:.2f} s of its own ({self.elapsed_s:.2f} s, '
+            f'{waited_s:.2f} s of it waiting for a CPU)'
+        )
+
+
+def cpu_wait_s(pid: int) -> float:
+    """Seconds the main thread of `pid` (running or exited, not yet reaped) waited for a CPU."""
+    return int(Path(f'/proc/{pid}/schedstat').read_text().split()[1]) * 1e-9
+
+
+def exited(pid: int) -> bool:
+    """Whether `pid` has exited, leaving it unreaped (its /proc entry stays readable)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def stop(node: NodeProcess, signals: Sequence[signal.Signals]) -> Exit:
+    """Send `signals` and wait for the exit (up to LATE_EXIT_S)."""
     process = node.process
+    waited_before_s = cpu_wait_s(process.pid)
     start_s = time.monotonic()
     process.send_signal(signals[0])
     for number in signals[1:]:
         time.sleep(SECOND_SIGNAL_AFTER_S)
         process.send_signal(number)
-    try:
-        code = process.wait(LATE_EXIT_S)
-    except subprocess.TimeoutExpired:
-        code = None
-    return code, time.monotonic() - start_s
+    while not exited(process.pid) and time.monotonic() - start_s < LATE_EXIT_S:
+        time.sleep(0.001)
+    elapsed_s = time.monotonic() - start_s
+    if not exited(process.pid):
+        return Exit(None, elapsed_s, elapsed_s)
+    own_s = elapsed_s - (cpu_wait_s(process.pid) - waited_before_s)
+    return Exit(process.wait(), elapsed_s, own_s)
 
 
 @pytest.mark.parametrize('script', sorted(NODE_CONFIGS))
@@ -81,12 +118,12 @@ def test_an_idle_node_stops_within_a_second_of_sigint(probe: RosProbe, script: s
     node = start(script)
     try:
         wait_until_spinning(probe, node, script)
-        code, elapsed_s = stop(node, [signal.SIGINT])
+        result = stop(node, [signal.SIGINT])
     finally:
         node.__exit__(None, None, None)
     output = node.output()
-    assert code == 0, output
-    assert elapsed_s < STOP_S, f'{script} took {elapsed_s:.2f} s to exit\n{output}'
+    assert result.code == 0, output
+    assert result.within(STOP_S), f'{script} took {result} to exit\n{output}'
     assert 'Traceback' not in output
 
 
@@ -120,10 +157,10 @@ def test_a_busy_loop_stops_within_a_second_of_sigint(probe: RosProbe, signal_cou
     finally:
         for node in nodes.values():
             node.__exit__(None, None, None)
-    for script, (code, elapsed_s) in results.items():
+    for script, result in results.items():
         output = nodes[script].output()
-        assert code == 0, f'{script} exit code {code}\n{output}'
-        assert elapsed_s < STOP_S, f'{script} took {elapsed_s:.2f} s to exit\n{output}'
+        assert result.code == 0, f'{script} exit code {result.code}\n{output}'
+        assert result.within(STOP_S), f'{script} took {result} to exit\n{output}'
         assert 'Traceback' not in output, output
 
 
@@ -150,10 +187,10 @@ def test_a_node_signalled_while_starting_stops_quietly(script: str, delay_s: flo
             assert time.monotonic() < deadline, node.output()
             time.sleep(0.001)
         time.sleep(delay_s)
-        code, elapsed_s = stop(node, [signal.SIGINT])
+        result = stop(node, [signal.SIGINT])
     finally:
         node.__exit__(None, None, None)
     output = node.output()
-    assert code == 0, f'{script} exit code {code} after {delay_s} s\n{output}'
-    assert elapsed_s < STOP_S, f'{script} took {elapsed_s:.2f} s to exit\n{output}'
+    assert result.code == 0, f'{script} exit code {result.code} after {delay_s} s\n{output}'
+    assert result.within(STOP_S), f'{script} took {result} to exit\n{output}'
     assert 'Traceback' not in output, output
