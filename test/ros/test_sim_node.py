@@ -18,7 +18,12 @@ from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import RobotModel
 
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
-START_TIMEOUT_S = 30.0
+# Start-up of a node process (imports, model, DDS discovery): generous for a loaded machine.
+START_TIMEOUT_S = 120.0
+# Upper bound of a wait for the running simulator (wall clock; generous for a loaded machine).
+WAIT_S = 30.0
+# Every state the simulator publishes, even if this process falls behind for a while.
+ALL_STATES = 10_000
 
 
 @pytest.fixture(scope='module')
@@ -63,13 +68,20 @@ def command_publisher(probe: RosProbe):
     return publisher
 
 
+def wait_resent(probe: RosProbe, states: list, stamp: float, sim: NodeProcess) -> None:
+    """Until the state of simulated time `stamp` arrived twice (sent, then re-sent)."""
+    assert probe.spin_until(
+        lambda: sum(stamp_s(state) == pytest.approx(stamp) for state in states) >= 2, WAIT_S
+    ), f'the state at {stamp} s was not re-sent within {WAIT_S} s:\n{sim.output()}'
+
+
 def gravity_torque(robot: RobotModel, state: JointState) -> list[float]:
     q = robot.configuration(np.asarray(state.position)[robot.joint_index(state.name)])
     return pin.computeGeneralizedGravity(robot.model, robot.model.createData(), q).tolist()
 
 
 def test_publishes_joint_states_and_clock(probe: RosProbe, panda: RobotModel) -> None:
-    states = probe.subscribe(JointState, 'joint_states')
+    states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
     clocks = probe.subscribe(Clock, '/clock')
     with NodeProcess('wbc_sim', panda_parameters()) as sim:
         assert probe.spin_until(lambda: len(states) > 20 and len(clocks) > 20, START_TIMEOUT_S), (
@@ -89,16 +101,17 @@ def test_publishes_joint_states_and_clock(probe: RosProbe, panda: RobotModel) ->
 def test_lockstep_one_command_advances_one_control_period(
     probe: RosProbe, panda: RobotModel
 ) -> None:
-    states = probe.subscribe(JointState, 'joint_states')
+    states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
     clocks = probe.subscribe(Clock, '/clock')
     with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
         publisher = command_publisher(probe)  # lockstep starts once a controller connects
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
-        probe.spin_for(0.6)  # a re-send of the unchanged first state may come meanwhile
+        # Without a command the simulator waits: it re-sends the first state (every 0.5 s).
+        wait_resent(probe, states, 0.0, sim)
         assert {stamp_s(state) for state in states} == {0.0}
         publisher.publish(Float64MultiArray(data=gravity_torque(panda, states[0])))
-        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, 10.0)
-        probe.spin_for(0.3)
+        # One command, one control period; then it waits again, re-sending that state.
+        wait_resent(probe, states, 0.004, sim)
         assert sim.alive()
     assert sorted({stamp_s(state) for state in states}) == [0.0, pytest.approx(0.004)]
     assert max(c.clock.sec + 1e-9 * c.clock.nanosec for c in clocks) == pytest.approx(0.004)
@@ -113,12 +126,12 @@ def test_gravity_compensation_holds_panda_in_lockstep(probe: RosProbe, panda: Ro
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
         answered: set[float] = set()
         for _ in range(100):
-            assert probe.spin_until(lambda: stamp_s(states[-1]) not in answered, 10.0), (
+            assert probe.spin_until(lambda: stamp_s(states[-1]) not in answered, WAIT_S), (
                 sim.output()
             )
             answered.add(stamp_s(states[-1]))
             publisher.publish(Float64MultiArray(data=gravity_torque(panda, states[-1])))
-        assert probe.spin_until(lambda: stamp_s(states[-1]) not in answered, 10.0)
+        assert probe.spin_until(lambda: stamp_s(states[-1]) not in answered, WAIT_S)
     final = states[-1]
     assert stamp_s(final) == pytest.approx(100 * 0.004)
     drift = np.asarray(final.position) - PANDA_READY
@@ -129,44 +142,52 @@ def test_gravity_compensation_holds_panda_in_lockstep(probe: RosProbe, panda: Ro
 def test_bad_commands_are_rejected_and_the_node_lives_on(
     probe: RosProbe, panda: RobotModel
 ) -> None:
-    states = probe.subscribe(JointState, 'joint_states')
+    states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
     with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
         publisher = command_publisher(probe)  # lockstep starts once a controller connects
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
         publisher.publish(Float64MultiArray(data=[0.0, 1.0]))
         publisher.publish(Float64MultiArray(data=[float('nan')] * panda.n_actuated))
-        probe.spin_for(1.0)
+        assert probe.spin_until(lambda: '2 rejected so far' in sim.output(), WAIT_S), (
+            f'the two bad commands were not rejected within {WAIT_S} s:\n{sim.output()}'
+        )
+        # Still waiting for a command: the first state is re-sent, not stepped.
+        heard = len(states)
+        assert probe.spin_until(lambda: len(states) > heard, WAIT_S), sim.output()
         assert {stamp_s(state) for state in states} == {0.0}
         assert sim.alive()
         publisher.publish(Float64MultiArray(data=gravity_torque(panda, states[0])))
-        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, 10.0)
+        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, WAIT_S), sim.output()
         output = sim.output()
     assert 'length' in output and 'non_finite' in output
     assert '2 rejected so far' in output
 
 
 def test_command_joints_order_and_subset(probe: RosProbe, panda: RobotModel) -> None:
-    states = probe.subscribe(JointState, 'joint_states')
+    states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
     order = ['panda_joint4', 'panda_joint1']
     with NodeProcess('wbc_sim', lockstep_parameters(command_joints=order)) as sim:
         publisher = command_publisher(probe)  # lockstep starts once a controller connects
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
         publisher.publish(Float64MultiArray(data=[4.0, 1.0]))
-        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, 10.0), sim.output()
+        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, WAIT_S), sim.output()
     expected = np.zeros(panda.n_actuated)
     expected[panda.joint_index(order)] = [4.0, 1.0]
     np.testing.assert_array_equal(states[-1].effort, expected)
 
 
 def test_stale_commands_fall_back_to_zero_torque(probe: RosProbe) -> None:
-    states = probe.subscribe(JointState, 'joint_states')
+    states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
     with NodeProcess('wbc_sim', panda_parameters(command_timeout=0.05)) as sim:
-        publisher = command_publisher(probe)  # lockstep starts once a controller connects
+        publisher = command_publisher(probe)
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
         publisher.publish(Float64MultiArray(data=[1.0] * 9))
-        assert probe.spin_until(lambda: any(states[-1].effort), 10.0)
-        applied_at = stamp_s(states[-1])
-        assert probe.spin_until(lambda: stamp_s(states[-1]) > applied_at + 0.2, 10.0)
+        # The pushed states last 0.05 s of simulated time: look for them in all states heard.
+        assert probe.spin_until(lambda: any(any(s.effort) for s in states), WAIT_S), (
+            f'no state with the commanded torque within {WAIT_S} s:\n{sim.output()}'
+        )
+        applied_at = next(stamp_s(s) for s in states if any(s.effort))
+        assert probe.spin_until(lambda: stamp_s(states[-1]) > applied_at + 0.2, WAIT_S)
         output = sim.output()
     pushed = [stamp_s(s) for s in states if any(s.effort)]
     assert max(pushed) - min(pushed) <= 0.05 + 1e-6
@@ -225,11 +246,12 @@ def test_live_sets_are_refused_with_a_reason(probe: RosProbe) -> None:
     with NodeProcess('wbc_sim', panda_parameters()) as sim:
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
         client = AsyncParameterClient(probe.node, '/wbc_sim')
-        assert client.wait_for_services(10.0)
+        assert client.wait_for_services(WAIT_S), f'no parameter services in {WAIT_S} s'
+
         future = client.set_parameters(
             [Parameter('timestep', value=0.002), Parameter('time_step', value=0.002)]
         )
-        assert probe.spin_until(future.done, 10.0)
+        assert probe.spin_until(future.done, WAIT_S), f'no parameter answer in {WAIT_S} s'
     read_only, unknown = future.result().results
     assert not read_only.successful and 'read-only' in read_only.reason
     assert not unknown.successful
