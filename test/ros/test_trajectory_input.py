@@ -6,6 +6,9 @@ commands and /diagnostics. The node's clock is the system clock (no simulated ti
 """
 
 from collections.abc import Callable
+import importlib
+from pathlib import Path
+import re
 import time
 
 from builtin_interfaces.msg import Duration
@@ -26,6 +29,7 @@ from trajectory_msgs.msg import (
     MultiDOFJointTrajectory,
     MultiDOFJointTrajectoryPoint,
 )
+import yaml
 
 from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
 from wbc_control.control.prioritized_controller import PrioritizedController
@@ -287,3 +291,62 @@ def test_a_replacement_takes_over_from_its_start_time(rig):
     start = rig.now() + RclpyDuration(nanoseconds=300_000_000)
     rig.hand.publish(hand_trajectory([(0.5, close, DOWN, None)], stamp=start))
     rig.tick_until(near(core_command(close)), 'the replacement at its last point')
+
+
+# The `ros2 topic pub` examples of docs/controller.md -------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / 'docs' / 'controller.md'
+PUB_LINE = re.compile(r'^ros2 topic pub --once (\S+) (trajectory_msgs/msg/\w+) "(.*)"$', re.M)
+
+
+def message_class(name: str):
+    """The class of a ROS type name such as 'geometry_msgs/Transform'."""
+    package, _, kind = name.replace('/msg/', '/').partition('/')
+    return getattr(importlib.import_module(f'{package}.msg'), kind)
+
+
+def fill(message, values: dict):
+    """Set `values` (parsed YAML) field by field, as `ros2 topic pub` does; strict on names."""
+    types = message.get_fields_and_field_types()
+    for key, value in values.items():
+        assert key in types, f'{type(message).__name__} has no field {key!r}'
+        if isinstance(value, dict):
+            fill(getattr(message, key), value)
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            element = message_class(types[key].removeprefix('sequence<').removesuffix('>'))
+            setattr(message, key, [fill(element(), item) for item in value])
+        else:
+            setattr(message, key, value)
+    return message
+
+
+def documented_examples() -> dict[str, object]:
+    """{topic: message} of the trajectory examples in docs/controller.md."""
+    examples = {}
+    for topic, kind, text in PUB_LINE.findall(DOCS.read_text()):
+        examples[topic] = fill(message_class(kind)(), yaml.safe_load(text))
+    return examples
+
+
+def test_the_documented_examples_are_followed_by_a_running_controller(rig):
+    examples = documented_examples()
+    assert sorted(examples) == [
+        '/wbc_controller/hand/trajectory',
+        '/wbc_controller/posture/trajectory',
+    ]
+    hand, posture = (examples[f'/wbc_controller/{n}/trajectory'] for n in ('hand', 'posture'))
+    assert isinstance(hand, MultiDOFJointTrajectory) and isinstance(posture, JointTrajectory)
+    hold(rig, HAND)
+    counted = {key: value for key, value in rig.inputs.items() if 'trajectories' in key}
+    rig.hand.publish(hand)
+    end = hand.points[-1].transforms[0].translation
+    goal = [end.x, end.y, end.z]
+    rig.tick_until(near(core_command(goal)), 'the documented hand trajectory to its end')
+    rig.posture.publish(posture)
+    positions = np.array(posture.points[-1].positions)
+    rig.tick_until(near(core_command(goal, positions)), 'the documented posture trajectory')
+    assert {k: v for k, v in rig.inputs.items() if 'trajectories' in k} == counted
+    back = JointTrajectory(joint_names=JOINTS)
+    back.points = [JointTrajectoryPoint(positions=list(READY), time_from_start=duration(0.0))]
+    rig.posture.publish(back)
+    hold(rig, HAND)

@@ -15,15 +15,19 @@ import subprocess
 import sys
 import time
 
-from geometry_msgs.msg import PointStamped
+from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Time as TimeMessage
+from geometry_msgs.msg import PointStamped, Transform, Twist
 from nav_msgs.msg import Odometry
 import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
+from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
 import yaml
 
 from wbc_control.demo.report import DemoRecord, summarize, write_report
@@ -40,6 +44,9 @@ STALL_TIMEOUT_S = 20.0
 START_TIMEOUT_S = 120.0
 QUEUE_DEPTH = 100
 TARGET_PERIOD_S = 0.01
+#: Spacing of a trajectory's points (s) and the QoS of its topic.
+TRAJECTORY_STEP_S = 0.02
+TRAJECTORY_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
 
 @dataclass
@@ -94,9 +101,16 @@ class DemoMonitor(Node):
         self.sim_time = 0.0
         self.last_state_wall = time.monotonic()
         self._next_target = 0.0
-        self._target = self.create_publisher(
-            PointStamped, f'/wbc_controller/{scenario.tracked_task}/target', 10
-        )
+        topic = f'/wbc_controller/{scenario.tracked_task}'
+        if scenario.motion is None:
+            self._target = self.create_publisher(PointStamped, f'{topic}/target', 10)
+        else:
+            self._trajectory = self.create_publisher(
+                MultiDOFJointTrajectory, f'{topic}/trajectory', TRAJECTORY_QOS
+            )
+        #: Sim time (s) up to which a trajectory reaches; when it was sent (None: not yet).
+        self.trajectory_end_s = 11.0
+        self.trajectory_sent_s: float | None = None
         self._joints: tuple[float, np.ndarray] | None = None  # (stamp, positions)
         self._base: tuple[float, np.ndarray] | None = None  # (stamp, pose xyz + xyzw)
         # Configurations are only stored here; forward kinematics runs after the run (and for
@@ -141,7 +155,9 @@ class DemoMonitor(Node):
         self._joints = None
         self.sim_time = stamp
         self.last_state_wall = time.monotonic()
-        if self.sim_time >= self._next_target:
+        if self.scenario.motion is not None:
+            self._send_trajectory_once()
+        elif self.sim_time >= self._next_target:
             self._publish_target()
         self.record.time.append(self.sim_time)
         self._configurations.append(self.robot.configuration(positions, base_pose))
@@ -150,17 +166,44 @@ class DemoMonitor(Node):
         """How many publishers the joint_states subscription has matched."""
         return self._joint_states.get_publisher_count()
 
+    def tracked_position(self, index: int) -> np.ndarray:
+        """The tracked frame's position (world, m) at recorded sample `index`."""
+        self.state.update(self._configurations[index], np.zeros(self.robot.nv))
+        return np.array(self.state.frame_placement(self.frame_id).translation)
+
     def tracking_error(self, index: int) -> float:
         """Distance (m) from the tracked frame to the target at recorded sample `index`."""
-        self.state.update(self._configurations[index], np.zeros(self.robot.nv))
-        hand = self.state.frame_placement(self.frame_id).translation
-        return float(np.linalg.norm(self.scenario.target(self.record.time[index]) - hand))
+        target = self.scenario.target(self.record.time[index])
+        return float(np.linalg.norm(target - self.tracked_position(index)))
 
     def finish_record(self) -> DemoRecord:
-        """The record with the tracking error of every sample filled in."""
+        """The record with the path, its reference and the tracking error of every sample."""
         count = len(self._configurations)
-        self.record.tracking_error = [self.tracking_error(i) for i in range(count)]
+        self.record.path = [self.tracked_position(i) for i in range(count)]
+        self.record.reference = [self.scenario.target(t) for t in self.record.time[:count]]
+        self.record.tracking_error = [
+            float(np.linalg.norm(r - p)) for r, p in zip(self.record.reference, self.record.path)
+        ]
         return self.record
+
+    def _send_trajectory_once(self) -> None:
+        """Send the whole motion as one trajectory once the controller listens.
+
+        Points every TRAJECTORY_STEP_S from now (stamped with the sim time) to
+        `trajectory_end_s`, with velocities and accelerations: quintic Hermite interpolation.
+        """
+        if self.trajectory_sent_s is not None or self._trajectory.get_subscription_count() == 0:
+            return
+        message = MultiDOFJointTrajectory()
+        message.joint_names = [self.scenario.tracked_task]
+        start = self.sim_time
+        steps = int(np.ceil((self.trajectory_end_s - start) / TRAJECTORY_STEP_S)) + 1
+        for step in range(max(steps, 1)):
+            offset = step * TRAJECTORY_STEP_S
+            message.points.append(trajectory_point(offset, *self.scenario.motion(start + offset)))
+        message.header.stamp = _time_message(start)
+        self._trajectory.publish(message)
+        self.trajectory_sent_s = start
 
     def _publish_target(self) -> None:
         message = PointStamped()
@@ -183,6 +226,29 @@ class DemoMonitor(Node):
     def _on_estimate(self, message: Float64) -> None:
         self.record.estimate_time.append(self.sim_time)
         self.record.estimate.append(message.data)
+
+
+def trajectory_point(offset_s: float, position, velocity, acceleration):
+    """A MultiDOFJointTrajectoryPoint `offset_s` after the start (identity rotation)."""
+    transform = Transform()
+    transform.translation.x, transform.translation.y, transform.translation.z = (
+        float(v) for v in position
+    )
+    twist, accel = Twist(), Twist()
+    twist.linear.x, twist.linear.y, twist.linear.z = (float(v) for v in velocity)
+    accel.linear.x, accel.linear.y, accel.linear.z = (float(v) for v in acceleration)
+    seconds = int(offset_s)
+    return MultiDOFJointTrajectoryPoint(
+        transforms=[transform],
+        velocities=[twist],
+        accelerations=[accel],
+        time_from_start=Duration(sec=seconds, nanosec=int(round((offset_s - seconds) * 1e9))),
+    )
+
+
+def _time_message(seconds: float) -> TimeMessage:
+    whole = int(seconds)
+    return TimeMessage(sec=whole, nanosec=int(round((seconds - whole) * 1e9)))
 
 
 def _stamp_s(message: JointState | Odometry) -> float:
@@ -219,6 +285,7 @@ def run(arguments: argparse.Namespace) -> int:
     print(f'wbc_demo: {scenario.description}; output in {output}/', flush=True)
     rclpy.init()
     monitor = DemoMonitor(scenario, robot)
+    monitor.trajectory_end_s = arguments.duration + 1.0
     processes = [
         start_node('wbc_sim', {**model_parameters, **scenario.sim, 'viewer': viewer}, output)
     ]

@@ -21,6 +21,8 @@ class DemoRecord:
     kappa: list[float] = field(default_factory=list)
     estimate_time: list[float] = field(default_factory=list)
     estimate: list[float] = field(default_factory=list)
+    path: list[np.ndarray] = field(default_factory=list)  # tracked frame (world, m) per sample
+    reference: list[np.ndarray] = field(default_factory=list)  # its target per sample
 
 
 def summarize(record: DemoRecord, settle_s: float) -> dict:
@@ -79,11 +81,17 @@ def _plot(record: DemoRecord, description: str, path: Path) -> Path:
     matplotlib.use('Agg')
     from matplotlib import pyplot as plt
 
-    figure, (error_axes, torque_axes, kappa_axes) = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
+    figure = plt.figure(figsize=(9, 12))
+    grid = figure.add_gridspec(4, 1, height_ratios=[1.4, 1, 1, 1])
+    path_axes = figure.add_subplot(grid[0])
+    error_axes = figure.add_subplot(grid[1])
+    torque_axes = figure.add_subplot(grid[2], sharex=error_axes)
+    kappa_axes = figure.add_subplot(grid[3], sharex=error_axes)
     figure.suptitle(description, fontsize=10)
+    _plot_path(path_axes, record)
     error_axes.plot(record.time, np.asarray(record.tracking_error) * 1e3)
     error_axes.set_ylabel('tracking error (mm)')
-    error_axes.set_yscale('log')
+    error_axes.set_ylim(bottom=0.0)
     torques = np.asarray(record.torques).reshape(-1, len(record.joint_names))
     for column, name in enumerate(record.joint_names):
         torque_axes.plot(
@@ -102,3 +110,21 @@ def _plot(record: DemoRecord, description: str, path: Path) -> Path:
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def _plot_path(axes, record: DemoRecord) -> None:
+    """The tracked frame's path against its reference, in the plane where they move most."""
+    path = np.asarray(record.path).reshape(-1, 3)
+    reference = np.asarray(record.reference).reshape(-1, 3)
+    if not path.size:
+        axes.set_title('no path recorded')
+        return
+    spread = np.ptp(np.vstack([path, reference]), axis=0)
+    first, second = sorted(np.argsort(spread)[-2:])
+    names = 'xyz'
+    axes.plot(reference[:, first], reference[:, second], 'k--', linewidth=1.0, label='reference')
+    axes.plot(path[:, first], path[:, second], linewidth=1.0, label='path')
+    axes.set_xlabel(f'{names[first]} (m)')
+    axes.set_ylabel(f'{names[second]} (m)')
+    axes.set_aspect('equal', adjustable='datalim')
+    axes.legend(fontsize=8)

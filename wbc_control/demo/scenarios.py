@@ -29,6 +29,9 @@ class Scenario:
         tracked_task: name of the task whose target moves.
         tracked_frame: frame whose position the report measures against the target.
         target: sim time (s) -> target position of the tracked frame (world, m).
+        motion: sim time (s) -> position, velocity and acceleration of the target; if given,
+            the demo sends it as one trajectory on `~/<tracked_task>/trajectory` (velocities
+            and accelerations fed forward) instead of streaming `target` set-points.
     """
 
     robot: str
@@ -39,6 +42,9 @@ class Scenario:
     tracked_task: str
     tracked_frame: str
     target: Callable[[float], np.ndarray] = field(repr=False)
+    motion: Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = field(
+        default=None, repr=False
+    )
 
 
 def circle(start, radius: float, period_s: float, settle_s: float) -> Callable:
@@ -52,11 +58,30 @@ def circle(start, radius: float, period_s: float, settle_s: float) -> Callable:
     return position
 
 
+def circle_motion(start, radius: float, period_s: float, settle_s: float) -> Callable:
+    """:func:`circle` with its velocity and acceleration: t -> (position, velocity, accel)."""
+    center = np.asarray(start, dtype=float) - np.array([0.0, 0.0, radius])
+    rate = 2.0 * np.pi / period_s
+
+    def motion(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        moving = t > settle_s
+        phase = rate * max(t - settle_s, 0.0)
+        sin, cos = np.sin(phase), np.cos(phase)
+        position = center + radius * np.array([0.0, sin, cos])
+        velocity = radius * rate * np.array([0.0, cos, -sin]) * moving
+        acceleration = -radius * rate**2 * np.array([0.0, sin, cos]) * moving
+        return position, velocity, acceleration
+
+    return motion
+
+
 def panda_tracking() -> Scenario:
     """Panda hand follows a 10 cm circle; orientation held; posture in the null space.
 
-    The target topic carries positions only, so the tracking error has a lag term of about
-    K_d v / K_p (here 80 · 0.079 / 1600 ≈ 4 mm) on top of the transient.
+    The circle goes to the controller as one trajectory (trajectory_msgs/
+    MultiDOFJointTrajectory with velocities and accelerations), so the PD law is fed forward
+    and the hand does not lag: with set-points alone the lag was about K_d v / K_p (here
+    80 · 0.079 / 1600 ≈ 4 mm).
     """
     control_period = 0.002
     controller = {
@@ -84,7 +109,10 @@ def panda_tracking() -> Scenario:
                 'target': PANDA_READY,
             },
         },
-        'joint_state_timeout': 0.5,
+        # Long enough that a lock-stepped loop starved of CPU is not taken for a stale one
+        # (the watchdog's safe command would step the simulator); if it were, hold the arm up.
+        'joint_state_timeout': 5.0,
+        'stale_command': 'gravity',
     }
     sim = {
         'timestep': 0.001,
@@ -103,6 +131,7 @@ def panda_tracking() -> Scenario:
         tracked_task='hand',
         tracked_frame='panda_hand_tcp',
         target=circle(PANDA_READY_HAND, 0.1, period_s=8.0, settle_s=1.0),
+        motion=circle_motion(PANDA_READY_HAND, 0.1, period_s=8.0, settle_s=1.0),
     )
 
 

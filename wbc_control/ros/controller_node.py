@@ -214,7 +214,8 @@ class ControllerNode(Node):
         """One tick: compute and publish (the safe command if the torque is unusable)."""
         pose, twist = (None, None) if base is None else (base.pose, base.twist)
         seconds = now.nanoseconds * 1e-9
-        self._task_inputs.apply(seconds)
+        # References at the instant the state was measured (its stamp; stamp 0: now).
+        self._task_inputs.apply(joints.stamp_s if joints.stamp_s > 0.0 else seconds)
         outcome = self._loop.tick(joints.positions, joints.velocities, pose, twist, seconds)
         self._publish(outcome.torque, now)
         logger = self.get_logger()
