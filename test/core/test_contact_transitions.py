@@ -16,7 +16,12 @@ from wbc_control.control.contact_transitions import (
     smoothstep,
     validate_transition_time,
 )
-from wbc_control.control.contacts import Contact, base_contact_forces, contact_jacobian
+from wbc_control.control.contacts import (
+    Contact,
+    base_contact_forces,
+    contact_jacobian,
+    contact_row_weights,
+)
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError, WbcError
 from wbc_control.model.robot_state import RobotState
@@ -268,3 +273,29 @@ def test_a_task_configured_inactive_starts_switched_off():
     controller = PrioritizedController(solo, [entry], contacts=contacts())
     assert not controller.active('posture')
     assert controller.compute(state).tasks == ()
+
+
+def test_a_com_over_one_sole_loads_that_sole_instead_of_twisting_both():
+    """Moments weighed at MOMENT_ARM_M: the vertical load follows the COM between the feet."""
+    talos = robot('talos')
+    state = RobotState(talos)
+    state.update(
+        talos.configuration(np.zeros(talos.n_actuated), [0, 0, 1.0, 0, 0, 0, 1]),
+        np.zeros(talos.nv),
+    )
+    soles = [
+        Contact.create(talos, foot, 'surface') for foot in ('left_sole_link', 'right_sole_link')
+    ]
+    constraint = contact_jacobian(state, soles)[0]
+    left_y = state.frame_placement(talos.frame_id('left_sole_link')).translation[1]
+    weight = sum(inertia.mass for inertia in talos.model.inertias) * 9.81
+    for com_y, left_share in ((0.0, 0.5), (0.5 * left_y, 0.75), (-0.5 * left_y, 0.25)):
+        load = np.zeros(talos.nv)
+        load[2] = weight
+        load[3] = weight * com_y  # the moment about x of the weight acting at com_y
+        forces = base_contact_forces(constraint, load, 6, contact_row_weights(soles)).forces
+        # At least 70 % of the way from the equal split to the lever rule (74 % at L = 5 cm);
+        # the unweighted minimum norm stays at the equal split with twisting ankle moments.
+        shift = forces[2] / weight - 0.5
+        assert 0.7 * (left_share - 0.5) - 1e-9 <= shift * np.sign(left_share - 0.5 + 1e-12)
+        assert abs(shift) <= abs(left_share - 0.5) + 1e-9

@@ -8,6 +8,7 @@ from robots import random_state, robot
 
 from wbc_control.control.constrained_dynamics import dagger_terms
 from wbc_control.control.contacts import (
+    MOMENT_ARM_M,
     Contact,
     contact_force_reports,
     contact_jacobian,
@@ -244,14 +245,18 @@ def test_an_along_contact_takes_a_finite_non_zero_axis_and_normalises_it():
 
 
 def test_the_holding_torque_leaves_nothing_for_the_unactuated_base():
-    """The torque g − Aᵀf, where the contact forces f carry the base rows of g."""
+    """The torque g − Aᵀf, where the contact forces f carry the base rows of g.
+
+    f is the minimum of ‖f_lin‖² + ‖m / L‖² (moments weighed at the arm L = MOMENT_ARM_M).
+    """
     talos = robot('talos')
     state = random_state(talos, 3, speed=0.0)
     contacts = [Contact.create(talos, foot, 'surface') for foot in FEET]
     torque = holding_torque(state, contacts)
     constraint, _ = contact_jacobian(state, contacts)
     base = constraint[:, :6].T
-    forces = np.linalg.lstsq(base, state.gravity[:6], rcond=None)[0]
+    scale = np.tile([1.0, 1.0, 1.0, MOMENT_ARM_M, MOMENT_ARM_M, MOMENT_ARM_M], 2)
+    forces = scale * np.linalg.lstsq(base * scale, state.gravity[:6], rcond=None)[0]
     np.testing.assert_allclose(base @ forces, state.gravity[:6], atol=1e-8)
     expected = (state.gravity - constraint.T @ forces)[talos.indices.v]
     np.testing.assert_allclose(torque, expected, atol=1e-8)

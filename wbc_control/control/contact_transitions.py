@@ -196,11 +196,13 @@ class StackSwitcher:
         self._report = TransitionReport('', 1.0, report.max_torque_step, report.transitions + 1)
 
 
-def row_load_shares(contacts: Sequence[Contact], shares: dict[str, float]) -> np.ndarray | None:
-    """Per constrained row, the load share w of its contact, `(m,)`; None when all are 1."""
+def row_load_shares(
+    contacts: Sequence[Contact], shares: dict[str, float], weights: np.ndarray
+) -> np.ndarray:
+    """Per constrained row, `weights` (`contact_row_weights`) times its contact's share."""
     if not shares:
-        return None
-    return np.concatenate([np.full(c.dim, shares.get(c.frame, 1.0)) for c in contacts])
+        return weights
+    return weights * np.concatenate([np.full(c.dim, shares.get(c.frame, 1.0)) for c in contacts])
 
 
 def blended_contact_reports(

@@ -11,7 +11,10 @@ M q̈ + h = Sᵀτ + Aᵀf. For a floating base the 6 unactuated rows decide the
     A_bᵀ f = M_b q̈ + h_b      (the base rows; A_b = the base columns of A)
 
 Rule: f is the minimum-norm solution (least squares if A_b has rank < 6, with the residual
-reported), weighted by each contact's load share during a contact switch. For a fixed base
+reported) of ‖f_lin‖² + ‖m / L‖² with the moments measured at the arm L = `MOMENT_ARM_M`
+(forces and moments have different units: without L, a COM moved over one foot would be
+carried by equal forces and large ankle moments, whose centre of pressure leaves the other
+sole), weighted by each contact's load share during a contact switch. For a fixed base
 f = 0: the torque alone produces the constraint-consistent q̈. A force that pulls (normal
 component < 0 along world z, i.e. flat horizontal ground) or leaves the friction cone
 ‖f_t‖ > μ f_n is reported, never hidden.
@@ -30,6 +33,9 @@ from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
 _WORLD_UP = np.array([0.0, 0.0, 1.0])
+#: Arm (m) at which contact moments are weighed against forces in the force distribution:
+#: about half a sole's width.
+MOMENT_ARM_M = 0.05
 
 
 class ContactType(Enum):
@@ -54,6 +60,12 @@ class Contact:
         """Number of constrained directions."""
         return self.rows.shape[0]
 
+    @property
+    def row_weights(self) -> np.ndarray:
+        """Weight per constrained row in the force distribution: 1 (force), L² (moment)."""
+        angular = np.abs(self.rows[:, 3:]).sum(axis=1) > 0.0
+        return np.where(angular, MOMENT_ARM_M**2, 1.0)
+
     @classmethod
     def create(
         cls, robot: RobotModel, frame: str, kind: str = 'surface', axis: npt.ArrayLike = None
@@ -75,6 +87,11 @@ class Contact:
             rows[0, :3] = _unit_axis(frame, axis)
         rows.flags.writeable = False
         return cls(frame, frame_id, contact_type, rows)
+
+
+def contact_row_weights(contacts: Sequence[Contact]) -> np.ndarray:
+    """`Contact.row_weights` of stacked contacts, `(m,)`."""
+    return np.concatenate([contact.row_weights for contact in contacts])
 
 
 def _unit_axis(frame: str, axis: npt.ArrayLike | None) -> np.ndarray:
@@ -111,7 +128,8 @@ def base_contact_forces(
 ) -> ContactForces:
     """Minimum-norm f with A_bᵀ f = (M q̈ + h)_b (module docstring); f = 0 for a fixed base.
 
-    With `load_shares` w `(m,)` (≥ 0 per row), the weighted minimum norm
+    With `load_shares` w `(m,)` (≥ 0 per row: `contact_row_weights` times the load shares of
+    a contact switch), the weighted minimum norm
     min Σ f_i² / w_i: f = W^½ (A_bᵀ W^½)⁺ (M q̈ + h)_b. A row of share 0 carries no force;
     as a share falls to 0 its force does too, continuously, while the other contacts span the
     base wrench (the load transfer of `wbc_control.control.contact_transitions`).
@@ -179,6 +197,7 @@ def holding_torque(state: RobotState, contacts: Sequence[Contact]) -> np.ndarray
     gravity = state.gravity
     if contacts:
         constraint = contact_jacobian(state, contacts)[0]  # (m, nv)
-        forces = base_contact_forces(constraint, gravity, robot.base_nv).forces
+        weights = contact_row_weights(contacts)
+        forces = base_contact_forces(constraint, gravity, robot.base_nv, weights).forces
         gravity = gravity - constraint.T.dot(forces)
     return gravity[robot.indices.v]

@@ -189,7 +189,7 @@ class PrioritizedController:
         self.contacts, self.levels = stack.contacts, stack.levels
         self._generic_ranks = stack.generic_ranks
         self._sqrt_weights = self.stacks.sqrt_weights(stack.key)
-        self._row_shares = row_load_shares(stack.contacts, load_shares)
+        self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
 
     def compute(
         self, state: RobotState, dt: float | None = None, now_s: float | None = None

@@ -40,7 +40,7 @@ from wbc_control.control.contact_transitions import (
     StackSwitcher,
     blended_contact_reports,
 )
-from wbc_control.control.contacts import Contact, ContactType
+from wbc_control.control.contacts import Contact, ContactType, contact_row_weights
 from wbc_control.control.controller_types import (
     ControllerResult,
     Level,
@@ -60,6 +60,7 @@ class Stack(NamedTuple):
     contacts: tuple[Contact, ...]
     levels: tuple[Level, ...]
     generic_ranks: tuple[int, ...]
+    row_weights: np.ndarray  # (m,) of the force distribution, `contact_row_weights`
 
 
 def held_by_contact(entry: TaskEntry, contacts: Sequence[Contact]) -> bool:
@@ -105,7 +106,9 @@ def build_stack(
     levels = tuple(
         Level(p, [entry for entry in active if entry.priority == p], robot.nv) for p in priorities
     )
-    return Stack(key, contacts, levels, sampled_generic_ranks(robot, levels, contacts))
+    ranks = sampled_generic_ranks(robot, levels, contacts)
+    weights = contact_row_weights(contacts) if contacts else np.zeros(0)
+    return Stack(key, contacts, levels, ranks, weights)
 
 
 class Stacks:
