@@ -41,6 +41,7 @@ from wbc_control.model.robot_model import RobotModel
 DEFAULT_DDS_SECONDS = 20.0
 DDS_RATES_HZ = (1000.0, 500.0)
 DDS_WARMUP_S = 1.0
+FINGERPRINT_ATTEMPTS = 5
 CONTROLLER_EXECUTABLE = 'wbc_controller'
 
 
@@ -133,13 +134,16 @@ def dds_benchmark(
 def null_node_main() -> None:
     """A node that answers every joint state with its positions and computes nothing.
 
-    Same topics, QoS and executor as `wbc_controller`; what it costs is rclpy and DDS alone.
+    Same topics, QoS and executor (`wbc_control.ros.executors`) as `wbc_controller`; what it
+    costs is rclpy and DDS alone.
     """
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
+
+    from wbc_control.ros.executors import create_executor
 
     rclpy.init(args=sys.argv)
     node = rclpy_node(CONTROLLER_NODE, None)
@@ -160,8 +164,10 @@ def null_node_main() -> None:
         answer,
         QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT),
     )
+    executor = create_executor()
+    executor.add_node(node)
     try:
-        rclpy.spin(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
@@ -264,16 +270,27 @@ class _DdsProbe:
         raise TimeoutError(f'{CONTROLLER_EXECUTABLE} did not answer within the start-up time')
 
     def fingerprint(self, node_process: ControllerProcess) -> None:
-        """Record the command of every state, one state at a time."""
+        """Record the command of every state, one state at a time.
+
+        On a loaded machine a command can arrive late (the previous state's answer, or the
+        watchdog's zero safe command from start-up): a command already recorded or all zeros
+        is not taken as this state's, and the state is sent again.
+        """
         for index in range(len(self._messages)):
-            self._take_received()
-            self._publish(index)
-            if not self._spin_until(lambda: bool(self._received), 2.0):
-                raise TimeoutError(f'no command for fingerprint state {index}')
-            _, data = self._take_received()[-1]
-            if data in self._fingerprints:
-                raise WbcError('two joint states gave the same command: cannot match commands')
-            self._fingerprints[data] = index
+            for _ in range(FINGERPRINT_ATTEMPTS):
+                self._take_received()
+                self._publish(index)
+                if not self._spin_until(lambda: bool(self._received), 2.0):
+                    continue
+                _, data = self._take_received()[-1]
+                if any(data) and data not in self._fingerprints:
+                    self._fingerprints[data] = index
+                    break
+            else:
+                raise WbcError(
+                    f'no distinct command for fingerprint state {index} in '
+                    f'{FINGERPRINT_ATTEMPTS} attempts: cannot match commands'
+                )
 
     def run(self, publisher: PacedPublisher, rate_hz: float, seconds: float, pid: int) -> dict:
         """Have `publisher` send at `rate_hz` (warm-up, then `seconds`); match the commands."""

@@ -13,7 +13,7 @@ import time
 from typing import NamedTuple, NoReturn
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -22,6 +22,7 @@ from std_msgs.msg import String
 from wbc_control.config.schema import ParameterSchema, load_schema
 from wbc_control.exceptions import ModelError, StartupError, WbcError
 from wbc_control.model.robot_model import RobotModel
+from wbc_control.ros.executors import create_executor
 from wbc_control.ros.parameters import check_overrides, declare, declare_all
 
 
@@ -131,7 +132,7 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         # reported (ros2 launch stops the other nodes when one fails to start): no traceback.
         try:
             node = factory()
-            executor = SingleThreadedExecutor()
+            executor = create_executor()
             executor.add_node(node)
             # Everything built so far lives as long as the node: keep it out of the
             # collector's passes, so that a collection during a tick walks only what the
