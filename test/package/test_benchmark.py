@@ -78,10 +78,12 @@ def check_tick_figures(figures: dict, ticks: int = TICKS) -> None:
 
 def test_call_count_is_a_figure_noise_cannot_move():
     scenario = panda_scenario()
-    first, second = count_calls(scenario, ticks=50), count_calls(scenario, ticks=50)
+    ticks = 50
+    first, second = count_calls(scenario, ticks=ticks), count_calls(scenario, ticks=ticks)
     assert first == second
-    # Every tick runs the same code path on a fixed-base arm: a whole number of calls per tick.
-    assert first['total'] == pytest.approx(round(first['total']), abs=0.05)
+    # A whole number of calls over the run; not necessarily per tick: near a singularity a
+    # level takes the kinematic-damping branch, which a few of the random samples reach.
+    assert first['total'] * ticks == pytest.approx(round(first['total'] * ticks), abs=1e-6)
 
 
 @pytest.mark.parametrize('build', [panda_scenario, talos_scenario])
