@@ -139,8 +139,9 @@ def check_topic(topic: str) -> None:
     parts = topic.strip('/').split('/')
     if parts[0] in NODES and len(parts) > 1:
         private = '/'.join(parts[1:])
-        if len(parts) == 3 and parts[2] == 'target':
-            assert re.search(r"'~/\{[^}]+\}/target'", source), f'{topic}: no task target topic'
+        if len(parts) == 3 and parts[2] in ('target', 'trajectory'):
+            pattern = r"'~/\{[^}]+\}/" + parts[2] + "'"
+            assert re.search(pattern, source), f'{topic}: no task {parts[2]} topic'
         else:
             assert f"'~/{private}'" in source, f'{topic}: no node publishes ~/{private}'
     else:
