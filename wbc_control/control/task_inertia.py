@@ -159,10 +159,9 @@ def regularized_task_inertia(
     below_epsilon = bisect_left(sigma_values, epsilon)
     # Λ = D U diag(σ⁻¹) Uᵀ D = Wᵀ diag(σ⁻¹) W with W = (D U)ᵀ.
     scaled_vectors_t = solver.eigenvectors().T * scale  # (m, m) W
-    if below_epsilon:
-        inverse = _damped_inverse(sigma, epsilon, below_epsilon)
-    else:
-        inverse = 1.0 / sigma
+    # σ⁻¹ → min(1/σ, σ/ε²) (step 3), inline: the same calls whether or not σ < ε anywhere.
+    inverse = sigma * (1.0 / epsilon**2)
+    inverse[below_epsilon:] = 1.0 / sigma[below_epsilon:]
     weak = None
     kinematic_band = KINEMATIC_BAND * threshold
     # Only non-null directions can be weak; structurally null ones get ~0 gain either way.
