@@ -9,8 +9,11 @@ import pinocchio as pin
 import pytest
 from robots import robot
 
+from wbc_control.control.command_output import CommandOutput
+from wbc_control.control.controller_loop import ControllerLoop
 from wbc_control.control.joint_limits import JointLimits
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import FramePoseTask, JointPostureTask
@@ -98,7 +101,9 @@ def test_an_arm_fallen_against_its_limits_recovers(seed):
 
     Not under 1 cm in general: from these states the hand's orientation error (about 1 rad)
     drives the wrist (joints 5 to 7) into its walls, where the pose task keeps a residual of
-    1 to 3 cm in position (a local minimum of the pose error within the joint limits).
+    1 to 3 cm in position (a local minimum of the pose error within the joint limits). The
+    restart in the simulator, with the shipped error clipping and soft start, returns under
+    1 cm: test_limit_recovery.
     """
     panda = robot('panda')
     lower, upper = panda.position_limits
@@ -143,3 +148,27 @@ def test_a_joint_pulled_into_its_wall_is_held_and_reported():
 def test_invalid_settings(margin, kp, deceleration):
     with pytest.raises(InvalidValue):
         JointLimits(robot('panda'), margin, kp, deceleration)
+
+
+def test_a_soft_start_ramps_the_tasks_while_the_level_brakes_in_full():
+    """With the level, the ramp scales the tasks' ẍ*, not the torque (ControllerLoop)."""
+    panda = robot('panda')
+    target = np.array(READY) + np.r_[0.2, np.zeros(8)]
+    posture = JointPostureTask(panda, target, kp=25.0, kd=10.0)
+    limits = JointLimits(panda)
+    ctrl = PrioritizedController(panda, [TaskEntry('posture', posture)], joint_limits=limits)
+    output = CommandOutput(TorqueLimiter(panda.effort_limits))
+    loop = ControllerLoop(ctrl, output, 'zero', timeout=0.1, soft_start_time=0.5)
+    positions = np.array(READY)
+    positions[3] = panda.position_limits[1][3] - 0.06  # joint 4 just short of its wall...
+    velocities = np.r_[0.0, 0.0, 0.0, 1.0, np.zeros(5)]  # ...and running into it
+    first = loop.tick(positions, velocities, None, None, 1.0)
+    result = loop.statistics.result
+    assert 'panda_joint4' in result.joints_at_limit
+    lower, upper = limits.bounds(loop.state)
+    assert result.acceleration[3] == pytest.approx(upper[3]) and upper[3] < -10.0  # braking
+    assert np.abs(first.torque - loop.state.gravity[:9]).max() > 1.0  # not the holding torque
+    assert result.acceleration[0] == pytest.approx(0.0, abs=1e-9)  # the posture: α = 0
+    loop.tick(positions, velocities, None, None, 1.25)
+    half = loop.statistics.result.acceleration[0]
+    assert half == pytest.approx(0.5 * 25.0 * 0.2, rel=1e-6)  # α = 1/2 of kp e on joint 1

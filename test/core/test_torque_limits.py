@@ -61,3 +61,17 @@ def test_a_repeated_stamp_does_not_freeze_the_command():
     out = limiter.apply(np.array([50.0]), dt=0.0)
     np.testing.assert_allclose(out.torque, [50.0])
     assert not out.rate_limited.any()
+
+
+def test_the_window_is_what_the_next_command_can_reach():
+    limiter = TorqueLimiter([10.0, 10.0, 10.0], rate_limits=[1000.0, 1000.0, np.inf])
+    assert limiter.window(0.002) is None  # no command yet: only the effort limits
+    limiter.apply(np.array([9.0, -5.0, 0.0]), dt=None)
+    lower, upper = limiter.window(0.002)
+    np.testing.assert_allclose(lower, [7.0, -7.0, -10.0])
+    np.testing.assert_allclose(upper, [10.0, -3.0, 10.0])
+    # What apply lets through the next tick is exactly that range.
+    sent = limiter.apply(np.array([-50.0, 50.0, 50.0]), dt=0.002).torque
+    np.testing.assert_allclose(sent, [7.0, -3.0, 10.0])
+    assert limiter.window(None) is None
+    np.testing.assert_array_equal(limiter.bounds[1], [10.0, 10.0, 10.0])

@@ -132,3 +132,59 @@ def test_a_restarted_controller_brings_the_fallen_arm_back_within_5_s(run):
     inside = round(0.2 / CONTROL_PERIOD_S)
     assert (beyond[inside:] <= 0.0).all(), f'{beyond[inside:].max():.4f} rad past a limit'
     print(f'run {run}: hand under 1 cm at {back_s:.2f} s, final {errors[-1] * 1e3:.1f} mm')
+
+
+def far_target_parameters(name: str, target: list[float]) -> dict:
+    """The shipped Panda config with its hand target moved; a UR5 hand and posture."""
+    if name == 'panda':
+        parameters = shipped_parameters('panda_controller')
+        parameters['tasks']['hand']['target'] = [*target, 1.0, 0.0, 0.0, 0.0]
+        return parameters
+    hand = {'type': 'frame_pose', 'frame': 'tool0', 'kp': 100.0, 'max_error': 0.2}
+    return {
+        'task_names': ['hand', 'posture'],
+        'tasks': {
+            'hand': {**hand, 'target': [*target, 0.0, 0.0, 0.0, 1.0]},
+            'posture': {'type': 'joint_posture', 'priority': 1, 'kp': 25.0},
+        },
+    }
+
+
+#: Known gap: under effort and rate saturation the level's braking comes too late on these
+#: (measured 0.16, 0.10 and 0.29 rad past a limit); docs/safety.md.
+SATURATED = pytest.mark.xfail(reason='braking under torque saturation', strict=False)
+
+
+@pytest.mark.parametrize(
+    ('name', 'target'),
+    [
+        pytest.param('panda', [1.5, 0.0, 0.5], marks=SATURATED),
+        pytest.param('panda', [1.5, 0.3, 0.5], marks=SATURATED),
+        ('panda', [-0.2, 1.2, 1.4]),
+        pytest.param('panda', [0.0, 0.95, 0.4], marks=SATURATED),
+        ('ur5', [1.5, 0.3, 0.5]),
+    ],
+)
+def test_a_target_outside_the_workspace_keeps_joints_and_commands_within_limits(name, target):
+    """3 s towards a target out of reach, from the ready pose, effort and rate limits as set.
+
+    The controller scales the tasks to the torque the next command can take (effort limits,
+    narrowed by the rate limit). Three Panda targets still drive the stretched arm, at its
+    velocity limits, past a limit: the braking the level asks for then exceeds the torque or
+    the rate the joints have (a known gap, marked xfail).
+    """
+    sim = make_simulation(name)
+    initial = READY if name == 'panda' else np.array([0.0, -1.2, 1.5, -1.9, -1.57, 0.0])
+    sim.reset(initial)
+    clock, loop = Clock(), make_loop(sim, far_target_parameters(name, target))
+    limits = loop.output.limiter.effort_limits
+    worst_command, worst_position, held = 0.0, -np.inf, False
+    for _ in range(round(3.0 / CONTROL_PERIOD_S)):
+        command = tick(sim, loop, clock)
+        worst_command = max(worst_command, float((np.abs(command) / limits).max()))
+        worst_position = max(worst_position, float(beyond_limits(sim).max()))
+        held = held or bool(loop.statistics.result.joints_at_limit)
+    assert worst_command <= 1.0 + 1e-9, f'a command reached {worst_command:.3f} of its limit'
+    assert worst_position <= 0.0, f'a joint went {worst_position:.4f} rad past its limit'
+    if name == 'panda':
+        assert held, 'the target must pull joints into their walls'

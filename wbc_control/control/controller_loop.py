@@ -111,6 +111,7 @@ class ControllerLoop:
             self.has_state = True
             held = tuple(self._hold_pending_targets())
             ramp = self._ramp(now_s)
+            self.controller.torque_bounds = self._torque_window(now_s)
             result = self.controller.compute(self.state, None, now_s)
             command = self.output.task_command(
                 result.torque, self.state, self._since_command(now_s), ramp
@@ -149,6 +150,16 @@ class ControllerLoop:
             return None
         contacts = self.controller.contacts
         return alpha, self.output.hold_command('gravity', self.state, contacts)
+
+    def _torque_window(self, now_s: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """The range the command can take this tick (effort and rate limits).
+
+        For the controller's task scaling; None for a driver that adds gravity: the limits
+        bound τ − g(q) there, not the controller's τ.
+        """
+        if self.output.compensates_gravity:
+            return None
+        return self.output.limiter.window(self._since_command(now_s))
 
     def restart(self) -> None:
         """The clock or the stamps jumped back: stale until the next good state, then a ramp."""

@@ -29,7 +29,9 @@ the wall's rate, and the tasks carry on with the remaining joints.
 
 The same scaling keeps the command within the effort limits: τ(s) is affine in s as well, so
 the controller lowers s until it fits (`task_scale`) instead of letting the limiter clip joint
-by joint, which would distort every level, the joint-limit level included.
+by joint, which would distort every level, the joint-limit level included. With a torque rate
+limit the range is the one the next command can reach (the effort limits narrowed to the
+previous command ± rate · dt), so that the braking the level asks for is sent as computed.
 
 Why SNS rather than the activation thresholds of Mansard, Khatib & Kheddar (2009): a joint
 enters the saturated set exactly when its unconstrained acceleration reaches its bound, so the
@@ -182,17 +184,26 @@ class JointLimits:
         return tuple(name for name, on in zip(self.joint_names, level.active) if on)
 
 
-def task_scale(unforced: np.ndarray, full: np.ndarray, limits: np.ndarray) -> float:
-    """The largest s ∈ [0, 1] with |τ₀ + s (τ₁ − τ₀)| ≤ limit on every joint τ₀ can respect.
+def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:
+    """Whether lower ≤ τ ≤ upper on every joint (all `(n,)`)."""
+    return bool((torque <= upper).all() and (torque >= lower).all())
+
+
+def task_scale(
+    unforced: np.ndarray, full: np.ndarray, limits: np.ndarray, lower: np.ndarray | None = None
+) -> float:
+    """The largest s ∈ [0, 1] with lower ≤ τ₀ + s (τ₁ − τ₀) ≤ limits where τ₀ is within.
 
     Args:
         unforced: τ₀, the torque with the user tasks' ẍ* = 0, `(n,)`.
         full: τ₁, the torque with the tasks as they are, `(n,)`.
-        limits: the effort limits, `(n,)`.
+        limits: the upper bounds (the effort limits), `(n,)`.
+        lower: the lower bounds, `(n,)`; default −limits.
     """
+    lower = -limits if lower is None else lower
     change = full - unforced
-    feasible = np.abs(unforced) <= limits
+    feasible = (unforced <= limits) & (unforced >= lower)
     with np.errstate(divide='ignore', invalid='ignore'):
-        room = np.where(change > 0.0, limits - unforced, -limits - unforced) / change
+        room = np.where(change > 0.0, limits - unforced, lower - unforced) / change
     room = room[feasible & (change != 0.0)]
     return float(np.clip(room.min(), 0.0, 1.0)) if room.size else 1.0

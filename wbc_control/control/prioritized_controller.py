@@ -64,7 +64,7 @@ from wbc_control.control.controller_types import (
     validate_threshold,
     validate_weight,
 )
-from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, task_scale
+from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, fits, task_scale
 from wbc_control.control.task_activation import (
     Stack,
     Stacks,
@@ -147,7 +147,8 @@ class PrioritizedController:
         self._null_space = np.eye(robot.nv)
         self._actuated = as_slice(robot.indices.v)
         self.joint_limits = joint_limits
-        self.task_ramp = 1.0  # a soft start's α scales every ẍ* (with the joint-limit level)
+        # Per tick: a soft start's α scaling every ẍ*, the command's range (None: ± limits).
+        self.task_ramp, self.torque_bounds = 1.0, None
         self._use(self.stacks.current, {})
 
     def task(self, name: str) -> Task:
@@ -244,12 +245,12 @@ class PrioritizedController:
                     bounds, recursion, unforced, acceleration, level_reports
                 )
             scaled = acceleration if base is None else base + scale * (acceleration - base)
-            limits = self.limiter.effort_limits
-            if (np.abs(self._torque(state, scaled, constraint)[0]) > limits).any():
+            lower, upper = self.torque_bounds or self.limiter.bounds
+            if not fits(self._torque(state, scaled, constraint)[0], lower, upper):
                 base = unforced(limit_level) if base is None else base
                 full_torque = self._torque(state, acceleration, constraint)[0]
                 base_torque = self._torque(state, base, constraint)[0]
-                scale = min(scale, task_scale(base_torque, full_torque, limits))
+                scale = min(scale, task_scale(base_torque, full_torque, upper, lower))
                 scaled = base + scale * (acceleration - base)
             acceleration = scaled
         torque, forces = self._torque(state, acceleration, constraint)

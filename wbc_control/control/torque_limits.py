@@ -46,6 +46,23 @@ class TorqueLimiter:
         """Forget the previous command (the next one is not rate limited)."""
         self._previous = None
 
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper): ± the effort limits, `(n,)` each."""
+        return self._lower_limits, self.effort_limits
+
+    def window(self, dt: float | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """(lower, upper), the range `apply` lets the next command take `dt` s on, `(n,)` each.
+
+        The effort limits narrowed by the rate limit around the previous command; None before
+        a first command or without `dt` (then only the effort limits apply).
+        """
+        if self._previous is None or dt is None or dt <= 0.0:
+            return None
+        step = self.rate_limits * dt
+        lower = np.maximum(self._lower_limits, self._previous - step)
+        return lower, np.minimum(self.effort_limits, self._previous + step)
+
     def apply(self, torque: np.ndarray, dt: float | None = None) -> LimitedTorque:
         """Limit `torque`; `dt` (s) since the previous command enables the rate limit."""
         # np.clip, without its wrapper's overhead on these short vectors.
