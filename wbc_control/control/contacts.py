@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+from scipy.linalg import get_lapack_funcs
 
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
@@ -36,6 +37,13 @@ _WORLD_UP = np.array([0.0, 0.0, 1.0])
 #: Arm (m) at which contact moments are weighed against forces in the force distribution:
 #: a fraction of a sole's half-width, so that a lightly loaded sole gets no large moment.
 MOMENT_ARM_M = 0.02
+
+#: Largest κ₂(A_b A_bᵀ) bound for which the contact forces come from the normal equations
+#: (rounding grows with it: about 1e-8 relative at the bound); above it, `lstsq`.
+NORMAL_EQUATIONS_MAX_CONDITION = 1e8
+_POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
+_IDENTITY_6 = np.eye(6)
+_IDENTITY_6.flags.writeable = False
 
 
 class ContactType(Enum):
@@ -139,12 +147,32 @@ def base_contact_forces(
     base_columns = constraint_jacobian[:, :base_nv].T  # (base_nv, m)
     target = generalized_force[:base_nv]
     if load_shares is None:
-        forces = np.linalg.lstsq(base_columns, target, rcond=None)[0]
+        forces = minimum_norm_solution(base_columns, target)
     else:
         scale = np.sqrt(load_shares)
-        forces = scale * np.linalg.lstsq(base_columns * scale, target, rcond=None)[0]
+        forces = scale * minimum_norm_solution(base_columns * scale, target)
     residual = float(np.linalg.norm(base_columns @ forces - target))
     return ContactForces(forces, residual)
+
+
+def minimum_norm_solution(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """The minimum-norm least-squares x of B x = t, B `(k, m)` with k ≤ m (k = 6 here).
+
+    With full row rank, x = Bᵀ (B Bᵀ)⁻¹ t from a Cholesky factorisation of the k×k normal
+    equations G = B Bᵀ (Golub & Van Loan 2013, sec 5.6), a fraction of the cost of `lstsq`'s
+    SVD at this size. Forming G squares the condition number, so this path is taken only
+    when G is positive definite and provably well conditioned, κ₂(G) ≤ tr(G) tr(G⁻¹) ≤
+    :data:`NORMAL_EQUATIONS_MAX_CONDITION`; otherwise (contacts that no longer span the base
+    wrench: rank loss) `lstsq` gives the minimum-norm least-squares solution as before.
+    """
+    gram = matrix.dot(matrix.T)
+    factor, info = _POTRF(gram, lower=False, clean=False)
+    if info == 0:
+        identity = _IDENTITY_6 if gram.shape[0] == 6 else np.eye(gram.shape[0])
+        inverse = _POTRS(factor, identity, lower=False)[0]
+        if float(gram.trace()) * float(inverse.trace()) <= NORMAL_EQUATIONS_MAX_CONDITION:
+            return matrix.T.dot(inverse.dot(rhs))
+    return np.linalg.lstsq(matrix, rhs, rcond=None)[0]
 
 
 class ContactForceReport(NamedTuple):
