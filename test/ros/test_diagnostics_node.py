@@ -180,9 +180,13 @@ class Sidecar:
                 return True
         return condition()
 
-    def send(self, positions: np.ndarray, kappa: float) -> JointState:
-        """Publish a state until the node's condition number for it arrives; return the state."""
-        msg = joint_state(self.robot.joint_names, positions)
+    def send(self, positions: np.ndarray, kappa: float, stamp_s: float = 0.0) -> JointState:
+        """Publish a state until the node's condition number for it arrives; return the state.
+
+        With a stamp, copies that arrive after the first are rejected as out of order, so none
+        can be evaluated later (e.g. after the next /clock step).
+        """
+        msg = joint_state(self.robot.joint_names, positions, stamp_s=stamp_s)
         start = len(self.kappas)
         arrived = self.publish_until(
             msg, lambda: any(_close(k.data, kappa) for k in self.kappas[start:])
@@ -547,7 +551,7 @@ def test_four_link_chain_scaled_ratio_tracks_kappa_on_sim_time(probe):
             publish_clock(sidecar, clock, 100.0 + t_s)
             expected = Expected(inertia_matrix(robot, q))
             start = len(sidecar.scaled_ratios)
-            sidecar.send(q, expected.condition_number)
+            sidecar.send(q, expected.condition_number, stamp_s=100.0 + t_s)
             assert sidecar.probe.spin_until(lambda s=start: len(sidecar.scaled_ratios) > s)
             kappas.append(expected.condition_number)
             scaled.append(sidecar.scaled_ratios[-1].data)
