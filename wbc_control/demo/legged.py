@@ -68,11 +68,14 @@ class LeggedScenario:
         controller: `wbc_controller` parameters (without the robot model).
         sim: `wbc_sim` parameters (without the robot model).
         duration_s: simulated time of the whole script.
-        com_moves: the COM's moves from where it stands at the first state.
+        com_moves: the moves of the shifting task (`shift_task`, its COM or its frame) from
+            where it stands at the first state.
         foot_task: the frame task on the lifted foot (frame_position or frame_pose).
         foot_moves: the foot's moves from where it stands at the first state.
         contacts: (time, contact frames) at which `contacts` is set.
         base_frame: the floating base's frame (its height and tilt are reported).
+        shift_task: the task that moves the weight over the support (a com task, or a
+            frame_position task on the pelvis).
     """
 
     robot: str
@@ -85,6 +88,7 @@ class LeggedScenario:
     foot_moves: tuple[Move, ...]
     contacts: tuple[tuple[float, tuple[str, ...]], ...]
     base_frame: str
+    shift_task: str = 'com'
     diagnostics: dict = field(default_factory=lambda: {'exact_rate': 0.0, 'publish_rate': 2.0})
 
     @property

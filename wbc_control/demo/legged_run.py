@@ -38,7 +38,7 @@ from wbc_control.model.robot_state import RobotState
 QUEUE_DEPTH = 1000
 COMMAND_TOPIC = '/effort_controller/commands'
 COMMAND_RELAY = '/wbc_demo/controller_commands'
-#: The foot's target starts streaming this long before its release (s), from where it stands.
+#: The foot's target starts streaming this long before its release (s).
 FOOT_LEAD_S = 0.1
 START_TIMEOUT_S = 120.0
 STALL_TIMEOUT_S = 60.0
@@ -64,7 +64,9 @@ class LeggedMonitor(Node):
         self._parameters = AsyncParameterClient(self, 'wbc_controller')
         foot = scenario.controller['tasks'][scenario.foot_task]
         self._foot_pose = foot['type'] == 'frame_pose'
-        self._com = self.create_publisher(PointStamped, '/wbc_controller/com/target', 10)
+        self._com = self.create_publisher(
+            PointStamped, f'/wbc_controller/{scenario.shift_task}/target', 10
+        )
         self._foot = self.create_publisher(
             PoseStamped if self._foot_pose else PointStamped,
             f'/wbc_controller/{scenario.foot_task}/target',
@@ -116,9 +118,9 @@ class LeggedMonitor(Node):
         self.sim_time = stamp
         self.last_state_wall = time.monotonic()
         if self._starts is None:
-            self._starts = self._measure_starts(q)
+            self._starts, self._foot_pose_start = self._measure_starts(q), self._measure_foot(q)
         if self._foot_from is None and stamp >= self.scenario.contacts[0][0] - FOOT_LEAD_S:
-            self._foot_from = self._measure_foot(q)
+            self._foot_from = self._release_pose(self._measure_foot(q))
         self._publish_targets(stamp + self._period)
         while self._switches and stamp >= self._switches[0][0]:
             _, frames = self._switches.pop(0)
@@ -131,23 +133,40 @@ class LeggedMonitor(Node):
         self._pass_commands()
 
     def _measure_starts(self, q: np.ndarray) -> np.ndarray:
-        """The COM at the first state."""
+        """Where the shifting task (the COM or a frame) stands at the first state."""
         state = RobotState(self.robot)
         state.update(q, np.zeros(self.robot.nv))
-        self.record.com_start = state.com.copy()
-        return state.com.copy()
+        task = self.scenario.controller['tasks'][self.scenario.shift_task]
+        if task['type'] == 'com':
+            start = state.com.copy()
+        else:
+            start = state.frame_placement(self.robot.frame_id(task['frame'])).translation.copy()
+        self.record.com_start = start
+        return start
 
     def _measure_foot(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The foot's pose just before its release: where the script moves it from."""
+        """The foot's position and orientation (xyzw) at `q`."""
         state = RobotState(self.robot)
         state.update(q, np.zeros(self.robot.nv))
         foot = state.frame_placement(self.robot.frame_id(self.scenario.foot_frame))
-        self.record.foot_start = foot.translation.copy()
         return foot.translation.copy(), _xyzw(foot.rotation)
+
+    def _release_pose(self, release: tuple[np.ndarray, np.ndarray]) -> tuple:
+        """Where the script moves the foot from and puts it back.
+
+        Where it stands just before its release, but no higher than at the first state and
+        with its orientation then (flat): a sole that rolled a little onto an edge while its
+        load went has its frame raised and tilted, and must land flat on the ground.
+        """
+        (first, orientation), (position, _) = self._foot_pose_start, release
+        position[2] = min(position[2], first[2])
+        self.record.foot_start = position.copy()
+        return position, orientation
 
     def _publish_targets(self, t: float) -> None:
         scenario = self.scenario
-        com = lead_target(self._starts, scenario.com_moves, t, *scenario.gains('com'))
+        gains = scenario.gains(scenario.shift_task)
+        com = lead_target(self._starts, scenario.com_moves, t, *gains)
         self._com.publish(_point(com))
         if self._foot_from is None:
             return  # the foot task sits out while its contact holds the foot

@@ -284,10 +284,11 @@ def solo12_lift() -> LeggedScenario:
 def talos_lift() -> LeggedScenario:
     """Talos shifts its weight onto the right foot, lifts the left 5 cm for 2 s, puts it down.
 
-    The COM moves 8.6 cm sideways over the right sole (5 mm behind the sole frame, towards the
-    middle of the sole box), the left sole's load moves to the right one over 0.3 s, the
-    left foot (a frame_pose task: it stays flat) rises, waits and lands where it started, its
-    contact closes and the COM moves back.
+    The pelvis moves 8.6 cm sideways over the right sole (a frame_position task on base_link:
+    a COM task at the top would also swing the arms sideways, the least-kinetic-energy way to
+    move the COM, into the joint limit of arm_left_2), the left sole's load moves to the right
+    one over 0.3 s, the left foot (a frame_pose task: it stays flat) rises, waits and lands
+    where it started, its contact closes and the pelvis moves back.
     """
     controller = {
         'contacts': ['left_sole_link', 'right_sole_link'],
@@ -297,9 +298,16 @@ def talos_lift() -> LeggedScenario:
         'joint_state_timeout': 5.0,
         'stale_command': 'gravity',
         'contact_transition_time': 0.3,
-        'task_names': ['com', 'torso', 'left_foot', 'posture'],
+        'task_names': ['pelvis', 'pelvis_orientation', 'torso', 'left_foot', 'posture'],
         'tasks': {
-            'com': {'type': 'com', 'priority': 0, 'kp': 100.0},
+            'pelvis': {'type': 'frame_position', 'frame': 'base_link', 'priority': 0, 'kp': 100.0},
+            'pelvis_orientation': {
+                'type': 'frame_orientation',
+                'frame': 'base_link',
+                'priority': 1,
+                'kp': 100.0,
+                'target': [0.0, 0.0, 0.0, 1.0],
+            },
             'torso': {
                 'type': 'frame_orientation',
                 'frame': 'torso_2_link',
@@ -331,7 +339,7 @@ def talos_lift() -> LeggedScenario:
         'initial_positions': TALOS_HALF_SITTING,
         'initial_base_pose': TALOS_BASE_POSE,
     }
-    shift = (-0.0105, -0.0864, 0.0)  # from the COM (-0.003, 0.001) to (-0.014, -0.085)
+    shift = (-0.01, -0.085, 0.0)  # the pelvis from (0, 0) to over the right sole
     lift = (0.0, 0.0, FOOT_LIFT_M)
     return LeggedScenario(
         robot='talos',
@@ -344,6 +352,7 @@ def talos_lift() -> LeggedScenario:
         foot_moves=(Move(2.6, 0.6, lift), Move(3.2 + FOOT_HOLD_S, 0.6, (0.0, 0.0, -FOOT_LIFT_M))),
         contacts=((2.2, ('right_sole_link',)), (5.9, ('left_sole_link', 'right_sole_link'))),
         base_frame='base_link',
+        shift_task='pelvis',
     )
 
 
