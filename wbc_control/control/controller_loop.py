@@ -125,7 +125,11 @@ class ControllerLoop:
             result, torque = None, self.safe_torque()
             saturated = rate_limited = self._unlimited
         else:
-            torque, saturated, rate_limited = command
+            # The controller limits its own torque when it knows the effort limits (to scale
+            # the tasks), so the output stage alone may see nothing left to clip.
+            torque = command.torque
+            saturated = command.saturated | result.saturated
+            rate_limited = command.rate_limited | result.rate_limited
         seconds = time.perf_counter() - started
         self.statistics.tick(result, saturated, rate_limited, seconds)
         return TickOutcome(torque, error, held, resumed)
