@@ -130,3 +130,17 @@ def test_the_watchdog_fires_on_wall_time_when_the_node_clock_stops_or_goes_back(
     assert loop.watchdog(5.0, 100.2)  # the simulated clock stopped, the wall clock did not
     loop.tick(READY, np.zeros(9), None, None, 5.0, wall_s=100.3)
     assert loop.watchdog(4.0, 100.31)  # the simulated clock went back
+
+
+def test_a_torque_the_controller_clipped_itself_is_reported_as_saturated():
+    # The controller knows the effort limits (to scale its tasks) and clips first: the output
+    # stage then sees nothing to clip, yet the joints are saturated and must be reported.
+    panda = robot('panda')
+    posture = {'type': 'joint_posture', 'kp': 1e4, 'kd': 0.0, 'target': READY}
+    specs = parse_tasks(panda, ['posture'], {'posture': posture})
+    limits = np.full(9, 5.0)
+    controller = PrioritizedController(panda, build_entries(panda, specs), 1e-3, limits)
+    loop = ControllerLoop(controller, CommandOutput(TorqueLimiter(limits)), 'zero', timeout=0.1)
+    outcome = loop.tick(READY + 0.1, np.zeros(9), None, None, 1.0)
+    assert np.abs(outcome.torque).max() == 5.0
+    npt.assert_array_equal(loop.statistics.saturated, np.abs(outcome.torque) == 5.0)
