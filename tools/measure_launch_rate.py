@@ -5,8 +5,8 @@
 
 Starts `wbc_sim.launch.py robot:=<robot>` (simulator + controller + diagnostics, the shipped
 configuration) through the real `launch` / `launch_ros`: `ros2 launch` when it is on PATH,
-else the upstream launch sources of ../shared/launch_harness (as test/ros/test_launch_run.py
-does) with this package installed into a temporary prefix. A probe node in the same (random)
+else `launch` / `launch_ros` as the launch tests find them (test/ros/launch_support.py), with
+this package installed into a temporary prefix. A probe node in the same (random)
 ROS domain then counts, over `--seconds` of wall time after `--warmup` seconds:
 
 - the joint-state rate (`joint_states` per wall-clock second; the shipped `publish_rate` is
