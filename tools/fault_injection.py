@@ -164,7 +164,8 @@ def _posture_target(parameters: dict, size: int) -> np.ndarray | None:
 
 def run_faults(session: Session) -> list[Row]:
     """Every fault in turn; each returns a row."""
-    up = session.spin_until(lambda: session.states.get_subscription_count() > 0, 60.0)
+    # Start-up imports numpy, scipy and Pinocchio: minutes on a heavily loaded machine.
+    up = session.spin_until(lambda: session.states.get_subscription_count() > 0, 300.0)
     if not up:
         return [Row('start-up', 'node subscribes', session_output(session), False)]
     rows = []

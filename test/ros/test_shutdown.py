@@ -3,10 +3,11 @@
 The nodes run as real processes (their console scripts) with the shipped Panda configs and
 example-robot-data's Panda. Start-up gets a generous timeout; the exit does not: the clock starts
 when the signal is sent. What counts is the node's own time: the wall-clock time to the exit
-less the longest time one of its threads spent waiting for a CPU that other processes held
-(the scheduler's run-queue delay, /proc/<pid>/task/<tid>/schedstat; the exit waits for every
-thread), so other work on a loaded machine does not make a node late, while time the node
-spends working or blocked (a join, a lock, a DDS timeout) counts.
+less the time its threads spent runnable but waiting for a CPU that other processes held (the
+scheduler's run-queue delays, /proc/<pid>/task/<tid>/schedstat, summed over the threads: the
+shutdown hands work from thread to thread, and the exit waits for every thread), so other work
+on a loaded machine does not make a node late, while time the node spends working or blocked
+(a sleep, a lock, a DDS timeout) counts.
 In the loop, the simulator runs as fast as it can, the controller answers every state and the
 sidecar solves the eigenproblem of M at every state, so every process is busy when the signal
 arrives. ``ros2 launch`` and a terminal's Ctrl-C both signal each node, so the loop is also
@@ -72,7 +73,7 @@ class Exit(NamedTuple):
 
     code: int | None  # None: still running after LATE_EXIT_S
     elapsed_s: float  # wall clock from the first signal to the exit
-    own_s: float  # elapsed_s less the longest wait of one of its threads for a CPU
+    own_s: float  # elapsed_s less its threads' waits for a CPU
 
     def within(self, limit_s: float) -> bool:
         """Its own time under `limit_s`, and not beyond the wall-clock bound."""
@@ -82,7 +83,7 @@ class Exit(NamedTuple):
         waited_s = self.elapsed_s - self.own_s
         return (
             f'{self.own_s:.2f} s of its own ({self.elapsed_s:.2f} s, '
-            f'{waited_s:.2f} s of it a thread waiting for a CPU)'
+            f'{waited_s:.2f} s of it its threads waiting for a CPU)'
         )
 
 
@@ -122,7 +123,7 @@ def stop(node: NodeProcess, signals: Sequence[signal.Signals]) -> Exit:
     if not exited(process.pid):
         return Exit(None, elapsed_s, elapsed_s)
     cpu_waits_s(process.pid, waits)
-    waited_s = max(waits[tid] - before.get(tid, 0.0) for tid in waits)
+    waited_s = min(sum(waits[tid] - before.get(tid, 0.0) for tid in waits), elapsed_s)
     return Exit(process.wait(), elapsed_s, elapsed_s - waited_s)
 
 
