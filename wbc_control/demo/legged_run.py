@@ -118,9 +118,10 @@ class LeggedMonitor(Node):
         self.sim_time = stamp
         self.last_state_wall = time.monotonic()
         if self._starts is None:
-            self._starts, self._foot_pose_start = self._measure_starts(q), self._measure_foot(q)
-        if self._foot_from is None and stamp >= self.scenario.contacts[0][0] - FOOT_LEAD_S:
-            self._foot_from = self._release_pose(self._measure_foot(q))
+            self._starts = self._measure_starts(q)
+        if self._foot_from is None and stamp >= self.scenario.com_moves[0].start_s:
+            self._foot_from = self._measure_foot(q)
+            self.record.foot_start = self._foot_from[0].copy()
         self._publish_targets(stamp + self._period)
         while self._switches and stamp >= self._switches[0][0]:
             _, frames = self._switches.pop(0)
@@ -145,30 +146,23 @@ class LeggedMonitor(Node):
         return start
 
     def _measure_foot(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The foot's position and orientation (xyzw) at `q`."""
+        """The foot's position and orientation (xyzw) at `q`.
+
+        Taken when the weight starts to shift: the robot has settled on its feet, and the foot
+        still stands flat (a sole may roll a little onto an edge while its load goes); the
+        script moves the foot from there and puts it back there.
+        """
         state = RobotState(self.robot)
         state.update(q, np.zeros(self.robot.nv))
         foot = state.frame_placement(self.robot.frame_id(self.scenario.foot_frame))
         return foot.translation.copy(), _xyzw(foot.rotation)
-
-    def _release_pose(self, release: tuple[np.ndarray, np.ndarray]) -> tuple:
-        """Where the script moves the foot from and puts it back.
-
-        Where it stands just before its release, but no higher than at the first state and
-        with its orientation then (flat): a sole that rolled a little onto an edge while its
-        load went has its frame raised and tilted, and must land flat on the ground.
-        """
-        (first, orientation), (position, _) = self._foot_pose_start, release
-        position[2] = min(position[2], first[2])
-        self.record.foot_start = position.copy()
-        return position, orientation
 
     def _publish_targets(self, t: float) -> None:
         scenario = self.scenario
         gains = scenario.gains(scenario.shift_task)
         com = lead_target(self._starts, scenario.com_moves, t, *gains)
         self._com.publish(_point(com))
-        if self._foot_from is None:
+        if self._foot_from is None or t < scenario.contacts[0][0] - FOOT_LEAD_S:
             return  # the foot task sits out while its contact holds the foot
         foot_start, quaternion = self._foot_from
         foot = lead_target(foot_start, scenario.foot_moves, t, *scenario.gains(scenario.foot_task))

@@ -298,16 +298,9 @@ def talos_lift() -> LeggedScenario:
         'joint_state_timeout': 5.0,
         'stale_command': 'gravity',
         'contact_transition_time': 0.3,
-        'task_names': ['pelvis', 'pelvis_orientation', 'torso', 'left_foot', 'posture'],
+        'task_names': ['pelvis', 'torso', 'left_foot', 'posture'],
         'tasks': {
             'pelvis': {'type': 'frame_position', 'frame': 'base_link', 'priority': 0, 'kp': 100.0},
-            'pelvis_orientation': {
-                'type': 'frame_orientation',
-                'frame': 'base_link',
-                'priority': 1,
-                'kp': 100.0,
-                'target': [0.0, 0.0, 0.0, 1.0],
-            },
             'torso': {
                 'type': 'frame_orientation',
                 'frame': 'torso_2_link',
