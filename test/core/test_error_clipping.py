@@ -49,6 +49,21 @@ def test_pose_position_and_orientation_and_each_posture_joint_are_clipped_apart(
     assert posture.gains.max_error == 0.2
 
 
+@pytest.mark.parametrize('factor', [1.01, 1.5, 3.0])
+def test_each_group_just_beyond_the_bound_is_scaled_to_it_and_the_input_is_kept(factor):
+    gains = PDGains.create(40.0, None, 6, max_error=0.1, groups=(3, 3))
+    directions = np.array([0.6, 0.0, -0.8, 0.0, 1.0, 0.0])
+    error = factor * 0.1 * directions
+    original = error.copy()
+    clipped = gains.clipped(error)
+    npt.assert_allclose(clipped, 0.1 * directions, rtol=1e-12)
+    assert gains.clips(error)
+    npt.assert_array_equal(error, original)
+    inside = np.array([0.06, 0.0, -0.08, 0.0, 0.099, 0.0])  # each group's norm just below
+    assert not gains.clips(inside)
+    npt.assert_array_equal(gains.clipped(inside), inside)
+
+
 @pytest.mark.parametrize('value', [-0.1, np.inf, np.nan, 'far'])
 def test_a_bad_max_error_is_refused(value):
     with pytest.raises(InvalidValue, match='max_error'):

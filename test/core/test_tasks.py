@@ -166,6 +166,18 @@ def test_posture_task_selects_actuated_joints_of_a_floating_base_robot():
     np.testing.assert_allclose(terms.error, -talos.joint_positions(state.q), atol=1e-12)
 
 
+@pytest.mark.parametrize('name', ['panda', 'talos'])
+def test_the_posture_jacobian_is_the_selection_of_its_columns(name):
+    """J A Jᵀ = A[cols, cols] and J x = x[cols]: a caller may skip the dense products."""
+    model = robot(name)
+    task = JointPostureTask(model, model.joint_positions(model.neutral_configuration()), 1.0)
+    jacobian, columns = task.compute(random_state(model, 0)).jacobian, task.jacobian_columns
+    matrix = np.random.default_rng(0).standard_normal((model.nv, model.nv))
+    np.testing.assert_array_equal(jacobian @ matrix @ jacobian.T, matrix[columns][:, columns])
+    np.testing.assert_array_equal(jacobian @ matrix[:, 0], matrix[columns, 0])
+    assert FramePoseTask.jacobian_columns is None
+
+
 def test_gains_are_validated_and_kd_defaults_to_critical_damping():
     panda = robot('panda')
     task = ComTask(panda, [0, 0, 0.5], kp=[4.0, 9.0, 16.0])

@@ -85,11 +85,21 @@ class PiecewisePolynomial:
         self._powers = np.empty(degree + 1)
         self._basis = np.zeros((3, degree + 1))
         self.rows = np.empty((3, coefficients.shape[2]))  # value, rate, acceleration
+        #: The segment of the last :meth:`evaluate`.
+        self.index = 0
 
     def evaluate(self, t: float) -> np.ndarray:
         """The rows (value, first, second derivative) at `t`, clamped to the knots' range."""
-        i = min(max(bisect.bisect_right(self.knots, t) - 1, 0), len(self.knots) - 2)
-        s = min(max(t, self.knots[0]), self.knots[-1]) - self.knots[i]
+        knots = self.knots
+        if t <= knots[0]:
+            i, s = 0, 0.0
+        elif t >= knots[-1]:
+            i = len(knots) - 2
+            s = knots[-1] - knots[i]
+        else:
+            i = bisect.bisect_right(knots, t) - 1
+            s = t - knots[i]
+        self.index = i
         powers, basis = self._powers, self._basis
         np.power(s, self._exponents, out=powers)
         basis[0] = powers
@@ -235,7 +245,7 @@ class RotationTrajectory:
             angular_acceleration.fill(0.0)
             return
         phi, phi_dot, phi_ddot = self.spline.evaluate(t)
-        np.matmul(self.matrices[self.spline.segment(t)], pin.exp3(phi), out=rotation)
+        np.matmul(self.matrices[self.spline.index], pin.exp3(phi), out=rotation)
         jacobian = pin.Jexp3(phi)
         np.matmul(rotation, jacobian @ phi_dot, out=angular_velocity)
         body = jacobian @ phi_ddot + angular_acceleration_term_3(phi, phi_dot)
@@ -267,19 +277,19 @@ class Trajectory:
 
         Before the start the first point is written.
         """
-        t = min(max(now_s, self.start_s), self.end_s) - self.start_s
-        rates = out.velocity.size
-        linear_rows = slice(0, 3 if self.angular is not None and rates == 6 else rates)
-        if self.linear is not None:
-            self.linear.evaluate(
-                t, out.position, out.velocity[linear_rows], out.acceleration[linear_rows]
-            )
-        if self.angular is not None:
-            angular_rows = slice(rates - 3, rates)
-            self.angular.evaluate(
-                t, out.rotation, out.velocity[angular_rows], out.acceleration[angular_rows]
-            )
-        if now_s >= self.end_s:
+        start_s, end_s = self.start_s, self.end_s
+        t = (end_s if now_s > end_s else now_s if now_s > start_s else start_s) - start_s
+        linear, angular = self.linear, self.angular
+        if linear is not None:
+            if angular is None:
+                linear.evaluate(t, out.position, out.velocity, out.acceleration)
+            else:
+                linear.evaluate(t, out.position, out.velocity[:3], out.acceleration[:3])
+        if angular is not None:
+            rates = out.velocity.shape[0]
+            rows = slice(rates - 3, rates)
+            angular.evaluate(t, out.rotation, out.velocity[rows], out.acceleration[rows])
+        if now_s >= end_s:
             out.velocity.fill(0.0)
             out.acceleration.fill(0.0)
             return False

@@ -160,17 +160,20 @@ class TaskTrajectories:
         """Write every followed task's reference at `now_s` (one tick; no allocation)."""
         finished = False
         for track in self._busy:
-            if self._forget_if_replaced(track):
+            task = track.task
+            if task.target_count != track.target_count:
+                self._forget_if_replaced(track)
                 finished = True
                 continue
-            pending = track.pending
+            pending, active = track.pending, track.active
             if pending is not None and now_s >= pending.start_s:
-                track.active, track.pending = pending, None
-            if track.active is None:
+                active = track.active = pending
+                track.pending = None
+            if active is None:
                 continue
-            if not track.active.sample(now_s, track.sample):
+            if not active.sample(now_s, track.sample):
                 track.active, finished = None, track.pending is None
-            track.task.write_reference(track.sample)
+            task.write_reference(track.sample)
         if finished:
             self._busy = [t for t in self._busy if t.active is not None or t.pending is not None]
 

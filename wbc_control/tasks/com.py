@@ -36,8 +36,9 @@ class ComTask(LinearTarget, Task):
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring."""
-        reference, gains = self.reference, self.gains
+        reference, gains = self.reference, self._gains
         error = reference.position - state.com
-        velocity = np.array(state.com_velocity)
+        # The state's own arrays, not copies: terms live for one tick and nothing writes them.
+        velocity = state.com_velocity
         desired = gains.acceleration(reference.acceleration, reference.velocity - velocity, error)
-        return TaskTerms(state.com_jacobian, np.array(state.com_drift), error, velocity, desired)
+        return TaskTerms(state.com_jacobian, state.com_drift, error, velocity, desired)

@@ -93,29 +93,15 @@ class AngularReference:
 
     def read(self, sample: ReferenceSample) -> None:
         """Copy rotation, ω and ω̇ into `sample`."""
-        np.copyto(sample.rotation, self.rotation)
-        np.copyto(sample.velocity, self.angular_velocity)
-        np.copyto(sample.acceleration, self.angular_acceleration)
+        sample.rotation[...] = self.rotation
+        sample.velocity[...] = self.angular_velocity
+        sample.acceleration[...] = self.angular_acceleration
 
     def write(self, sample: ReferenceSample) -> None:
         """Copy `sample` into the reference's arrays (no allocation)."""
-        np.copyto(self.rotation, sample.rotation)
-        np.copyto(self.angular_velocity, sample.velocity)
-        np.copyto(self.angular_acceleration, sample.acceleration)
-
-
-def orientation_terms(
-    state: RobotState, frame_id: int, reference: AngularReference, gains: PDGains
-) -> TaskTerms:
-    """Terms of the orientation task; see the module docstring."""
-    rotation = state.frame_placement(frame_id).rotation
-    error = pin.log3(reference.rotation.dot(rotation.T))
-    jacobian = state.frame_jacobian(frame_id)[3:]  # (3, nv)
-    angular_velocity = jacobian.dot(state.v)
-    desired = gains.acceleration(
-        reference.angular_acceleration, reference.angular_velocity - angular_velocity, error
-    )
-    return TaskTerms(jacobian, state.frame_drift(frame_id)[3:], error, angular_velocity, desired)
+        self.rotation[...] = sample.rotation
+        self.angular_velocity[...] = sample.velocity
+        self.angular_acceleration[...] = sample.acceleration
 
 
 class FrameOrientationTask(Task):
@@ -188,4 +174,14 @@ class FrameOrientationTask(Task):
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring."""
-        return orientation_terms(state, self.frame_id, self.reference, self.gains)
+        frame_id, reference = self.frame_id, self.reference
+        rotation = state.frame_placement(frame_id).rotation
+        error = pin.log3(reference.rotation.dot(rotation.T))
+        jacobian = state.frame_jacobian(frame_id)[3:]  # (3, nv)
+        angular_velocity = jacobian.dot(state.v)
+        desired = self._gains.acceleration(
+            reference.angular_acceleration, reference.angular_velocity - angular_velocity, error
+        )
+        return TaskTerms(
+            jacobian, state.frame_drift(frame_id)[3:], error, angular_velocity, desired
+        )

@@ -125,21 +125,21 @@ class FramePoseTask(Task):
     def read_reference(self, sample: ReferenceSample) -> None:
         """Position, rotation, twist and acceleration (world axes; linear then angular)."""
         references = self.references
-        np.copyto(sample.position, references.linear.position)
-        np.copyto(sample.rotation, references.angular.rotation)
-        np.copyto(sample.velocity, references.twist)
-        np.copyto(sample.acceleration, references.acceleration)
+        sample.position[...] = references.linear.position
+        sample.rotation[...] = references.angular.rotation
+        sample.velocity[...] = references.twist
+        sample.acceleration[...] = references.acceleration
 
     def _copy_reference(self, sample: ReferenceSample) -> None:
         references = self.references
-        np.copyto(references.linear.position, sample.position)
-        np.copyto(references.angular.rotation, sample.rotation)
-        np.copyto(references.twist, sample.velocity)
-        np.copyto(references.acceleration, sample.acceleration)
+        references.linear.position[...] = sample.position
+        references.angular.rotation[...] = sample.rotation
+        references.twist[...] = sample.velocity
+        references.acceleration[...] = sample.acceleration
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Stacked position and orientation terms; see the module docstring."""
-        reference, gains = self.references, self.gains
+        reference, gains = self.references, self._gains
         oMf = state.frame_placement(self.frame_id)
         error = np.empty(6)
         error[:3] = reference.linear.position - oMf.translation

@@ -86,15 +86,15 @@ class LinearReference:
 
     def read(self, sample: ReferenceSample) -> None:
         """Copy position, velocity and acceleration into `sample`."""
-        np.copyto(sample.position, self.position)
-        np.copyto(sample.velocity, self.velocity)
-        np.copyto(sample.acceleration, self.acceleration)
+        sample.position[...] = self.position
+        sample.velocity[...] = self.velocity
+        sample.acceleration[...] = self.acceleration
 
     def write(self, sample: ReferenceSample) -> None:
         """Copy `sample` into the reference's arrays (no allocation)."""
-        np.copyto(self.position, sample.position)
-        np.copyto(self.velocity, sample.velocity)
-        np.copyto(self.acceleration, sample.acceleration)
+        self.position[...] = sample.position
+        self.velocity[...] = sample.velocity
+        self.acceleration[...] = sample.acceleration
 
 
 def constrained_directions(target_set: TargetSet, axis: npt.ArrayLike | None) -> np.ndarray:
@@ -113,17 +113,6 @@ def constrained_directions(target_set: TargetSet, axis: npt.ArrayLike | None) ->
     # Line: the two directions normal to it, from an SVD of the rank-1 projector.
     _, _, rows = np.linalg.svd(direction[np.newaxis, :])
     return rows[1:]
-
-
-def point_terms(
-    state: RobotState, frame_id: int, reference: LinearReference, gains: PDGains
-) -> TaskTerms:
-    """Terms of the point target (P = I, every direction constrained)."""
-    error = reference.position - state.frame_placement(frame_id).translation
-    jacobian = state.frame_jacobian(frame_id)[:3]  # (3, nv)
-    velocity = jacobian.dot(state.v)
-    desired = gains.acceleration(reference.acceleration, reference.velocity - velocity, error)
-    return TaskTerms(jacobian, state.frame_drift(frame_id)[:3], error, velocity, desired)
 
 
 def position_terms(
@@ -236,6 +225,13 @@ class FramePositionTask(LinearTarget, Task):
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms; see the module docstring (a point target skips the identity P)."""
-        if self.target_set is TargetSet.POINT:
-            return point_terms(state, self.frame_id, self.reference, self.gains)
-        return position_terms(state, self.frame_id, self.selection, self.reference, self.gains)
+        frame_id, reference = self.frame_id, self.reference
+        if self.target_set is not TargetSet.POINT:
+            return position_terms(state, frame_id, self.selection, reference, self._gains)
+        error = reference.position - state.frame_placement(frame_id).translation
+        jacobian = state.frame_jacobian(frame_id)[:3]  # (3, nv)
+        velocity = jacobian.dot(state.v)
+        desired = self._gains.acceleration(
+            reference.acceleration, reference.velocity - velocity, error
+        )
+        return TaskTerms(jacobian, state.frame_drift(frame_id)[:3], error, velocity, desired)

@@ -104,6 +104,7 @@ class JointPostureTask(Task):
         super().__init__(size, PDGains.create(kp, kd, size, groups=(1,) * size))
         self.robot = robot
         self._v_index = as_slice(robot.indices.v)
+        self.jacobian_columns = self._v_index
         self._jacobian = np.zeros((size, robot.nv))
         self._jacobian[np.arange(size), robot.indices.v] = 1.0
         self._jacobian.flags.writeable = False
@@ -135,15 +136,15 @@ class JointPostureTask(Task):
     def read_reference(self, sample: ReferenceSample) -> None:
         """Positions, velocities and accelerations (actuated-joint order)."""
         _, positions, velocities, accelerations = self._reference
-        np.copyto(sample.position, positions)
-        np.copyto(sample.velocity, velocities)
-        np.copyto(sample.acceleration, accelerations)
+        sample.position[...] = positions
+        sample.velocity[...] = velocities
+        sample.acceleration[...] = accelerations
 
     def _copy_reference(self, sample: ReferenceSample) -> None:
         q_reference, positions, velocities, accelerations = self._reference
-        np.copyto(positions, sample.position)
-        np.copyto(velocities, sample.velocity)
-        np.copyto(accelerations, sample.acceleration)
+        positions[...] = sample.position
+        velocities[...] = sample.velocity
+        accelerations[...] = sample.acceleration
         self.robot.configuration(positions, out=q_reference)
 
     @classmethod
@@ -187,7 +188,7 @@ class JointPostureTask(Task):
         # coordinates, which the posture ignores (the reference holds an identity base pose).
         error = pin.difference(self.robot.model, state.q, q_reference)[self._v_index]
         velocity = state.v[self._v_index]
-        desired = self.gains.acceleration(
+        desired = self._gains.acceleration(
             acceleration_reference, velocity_reference - velocity, error
         )
         return TaskTerms(self._jacobian, self._drift, error, velocity, desired)

@@ -27,7 +27,8 @@ take the target from the current state, which message kind streams it), so that
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+import math
 from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
 
 import numpy as np
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 class TaskTerms(NamedTuple):
     """One task's quantities at the current tick (task coordinates, world axes)."""
 
+    # Valid for the tick they were computed at: arrays may be views of the state's buffers.
     jacobian: np.ndarray  # (k, nv)
     drift: np.ndarray  # (k,) J̇ v
     error: np.ndarray  # (k,) e, target minus current
@@ -74,13 +76,36 @@ def as_slice(indices: np.ndarray) -> slice | np.ndarray:
 
 @dataclass(frozen=True)
 class PDGains:
-    """Per-axis proportional and derivative gains (units: 1/s² and 1/s)."""
+    """Per-axis proportional and derivative gains (units: 1/s² and 1/s).
+
+    The clipping plan (which rows form a group, and whether any clipping applies) is fixed
+    when the gains are built, so that a tick pays one dot product per group and no
+    allocation unless an error is actually clipped.
+    """
 
     kp: np.ndarray
     kd: np.ndarray
     critically_damped: bool = False  # kd was not given: kd = 2 √kp, also after a new kp
     max_error: float = 0.0  # clip ‖e‖ of each group to this (0: no clipping)
     groups: tuple[int, ...] = ()  # sizes of the error's groups of one unit (): one group
+    #: None: no clipping; () : one group (the whole error); 'rows': every row a group;
+    #: else the groups' slices.
+    _plan: object = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        size = self.kp.shape[0]
+        groups = self.groups if sum(self.groups) == size else (size,)
+        plan: object
+        if not 0.0 < self.max_error < math.inf:
+            plan = None
+        elif len(groups) == 1:
+            plan = ()
+        elif all(n == 1 for n in groups):
+            plan = 'rows'
+        else:
+            ends = np.cumsum(groups)
+            plan = tuple(slice(int(end - n), int(end)) for n, end in zip(groups, ends))
+        object.__setattr__(self, '_plan', plan)
 
     @classmethod
     def create(
@@ -112,33 +137,46 @@ class PDGains:
         return replace(self, max_error=check_max_error(max_error))
 
     def clipped(self, error: np.ndarray) -> np.ndarray:
-        """The error scaled per group so that no group's norm exceeds `max_error`."""
-        if self.max_error <= 0.0:
+        """The error scaled per group so that no group's norm exceeds `max_error`.
+
+        `error` itself is returned when nothing is clipped, else a new array.
+        """
+        plan, limit = self._plan, self.max_error
+        if plan is None:
             return error
-        clipped = np.array(error, dtype=float)
-        for rows in self._group_slices(error.shape[0]):
-            norm = np.linalg.norm(clipped[rows])
-            if norm > self.max_error:
-                clipped[rows] *= self.max_error / norm
+        if plan == ():
+            squared = error.dot(error)
+            return error * (limit / math.sqrt(squared)) if squared > limit * limit else error
+        if plan == 'rows':  # a group of one row: its norm is |e|, the scaled row ±e_max
+            return error.clip(-limit, limit)
+        clipped = error
+        for rows in plan:
+            part = error[rows]
+            squared = part.dot(part)
+            if squared > limit * limit:
+                if clipped is error:
+                    clipped = error.copy()
+                clipped[rows] = part * (limit / math.sqrt(squared))
         return clipped
 
     def clips(self, error: np.ndarray) -> bool:
         """Whether :meth:`clipped` changes `error`."""
-        if self.max_error <= 0.0:
+        if self._plan is None:
             return False
-        slices = self._group_slices(error.shape[0])
-        return any(np.linalg.norm(error[rows]) > self.max_error for rows in slices)
-
-    def _group_slices(self, size: int) -> list[slice]:
-        groups = self.groups if sum(self.groups) == size else (size,)
-        ends = np.cumsum(groups)
-        return [slice(int(end - n), int(end)) for n, end in zip(groups, ends)]
+        limit = self.max_error
+        if self._plan == ():
+            return bool(error.dot(error) > limit * limit)
+        if self._plan == 'rows':
+            return bool(np.abs(error).max() > limit) if error.size else False
+        return any(error[rows].dot(error[rows]) > limit * limit for rows in self._plan)
 
     def acceleration(
         self, feed_forward: np.ndarray, velocity_error: np.ndarray, error: np.ndarray
     ) -> np.ndarray:
         """ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ) + K_p clip(e), the desired acceleration of every task."""
-        return feed_forward + self.kd * velocity_error + self.kp * self.clipped(error)
+        if self._plan is not None:
+            error = self.clipped(error)
+        return feed_forward + self.kd * velocity_error + self.kp * error
 
 
 def check_max_error(value: object) -> float:
@@ -200,6 +238,10 @@ class Task(ABC):
 
     TYPE: ClassVar[str]
     FIELDS: ClassVar[tuple[str, ...]] = ()
+    #: When the Jacobian is a selection of velocity columns (row i is the unit row of
+    #: column `jacobian_columns[i]`, as for a joint posture), those columns, so that a caller
+    #: can take J A Jᵀ as A[cols, cols] instead of a dense product; None: a general Jacobian.
+    jacobian_columns: slice | np.ndarray | None = None
     MESSAGE: ClassVar[str] = 'point'
     TRAJECTORY: ClassVar[str] = 'linear'
 
