@@ -231,15 +231,21 @@ def test_a_target_10_m_away_is_clipped_not_saturated(controllers, probe):
 def test_sim_clock_that_stops_or_jumps_back_still_gets_safe_commands_and_resumes(controllers):
     sim = controllers['sim'].wait_ready()
     clock = sim.probe.publisher(Clock, '/simtime/clock')
+    assert sim.probe.spin_until(lambda: clock.get_subscription_count() > 0, WAIT_S)
+    now = Clock()
 
     def at(seconds: float) -> None:
-        msg = Clock()
-        msg.clock.sec, msg.clock.nanosec = int(seconds), round((seconds % 1.0) * 1e9)
-        clock.publish(msg)
+        now.clock.sec, now.clock.nanosec = int(seconds), round((seconds % 1.0) * 1e9)
+        clock.publish(now)
         sim.probe.spin_for(0.05)
 
+    def state_at(seconds: float) -> JointState:
+        """A state stamped `seconds`, after /clock again (the node reads it best effort)."""
+        clock.publish(now)
+        return joint_state(seconds)
+
     at(100.0)
-    sim.answer(lambda: joint_state(100.0), task_torque)
+    sim.answer(lambda: state_at(100.0), task_torque)
     # The clock stops and the states stop: the wall-clock watchdog sends the zero command.
     sim.commands.clear()
     assert sim.probe.spin_until(
@@ -252,7 +258,7 @@ def test_sim_clock_that_stops_or_jumps_back_still_gets_safe_commands_and_resumes
         lambda: any(not task_torque(c) for _, c in sim.commands), WAIT_S
     ), sim.process.output()
     # Control resumes on the restarted stamps (answer fails after WAIT_S if locked out).
-    sim.answer(lambda: joint_state(0.5), task_torque)
+    sim.answer(lambda: state_at(0.5), task_torque)
     assert 'jumped' in sim.process.output()
 
 
