@@ -45,7 +45,7 @@ def test_scenario_targets_start_where_the_controller_starts():
 def test_the_panda_circle_motion_is_the_target_with_its_derivatives():
     scenario = SCENARIOS['panda']()
     h = 1e-5
-    for t in (0.5, 1.3, 4.0, 8.7):
+    for t in (0.5, 1.3, 1.9, 4.0, 8.7):
         position, velocity, acceleration = scenario.motion(t)
         np.testing.assert_allclose(position, scenario.target(t))
         ahead, behind = scenario.target(t + h), scenario.target(t - h)

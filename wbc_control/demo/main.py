@@ -194,6 +194,10 @@ class DemoMonitor(Node):
         """
         if self.trajectory_sent_s is not None or self._trajectory.get_subscription_count() == 0:
             return
+        if self.sim_time <= 0.0:
+            # A zero stamp means "start on receipt", which would shift the whole motion by the
+            # time the message takes to arrive: wait for the first state stamped after zero.
+            return
         message = MultiDOFJointTrajectory()
         message.joint_names = [self.scenario.tracked_task]
         start = self.sim_time

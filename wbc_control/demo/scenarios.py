@@ -49,13 +49,28 @@ class Scenario:
 
 def circle(start, radius: float, period_s: float, settle_s: float) -> Callable:
     """A target that holds `start` for `settle_s`, then circles below it in the y-z plane."""
-    center = np.asarray(start, dtype=float) - np.array([0.0, 0.0, radius])
+    motion = circle_motion(start, radius, period_s, settle_s)
+    return lambda t: motion(t)[0]
 
-    def position(t: float) -> np.ndarray:
-        phase = 2.0 * np.pi * max(t - settle_s, 0.0) / period_s
-        return center + radius * np.array([0.0, np.sin(phase), np.cos(phase)])
 
-    return position
+#: Seconds over which the circle's speed rises from rest (a smoothstep of the angular rate).
+CIRCLE_RAMP_S = 1.0
+
+
+def _circle_phase(t: float, rate: float) -> tuple[float, float, float]:
+    """Phase, rate and acceleration of a circle that starts at rest at t = 0.
+
+    The angular rate rises as rate·(3s² − 2s³), s = t / CIRCLE_RAMP_S, so the path's velocity
+    and acceleration are continuous: a trajectory that starts at full speed asks for an
+    acceleration step the arm cannot follow without a torque spike.
+    """
+    if t <= 0.0:
+        return 0.0, 0.0, 0.0
+    if t >= CIRCLE_RAMP_S:
+        return rate * (t - 0.5 * CIRCLE_RAMP_S), rate, 0.0
+    s = t / CIRCLE_RAMP_S
+    phase = rate * CIRCLE_RAMP_S * (s**3 - 0.5 * s**4)
+    return phase, rate * (3.0 * s**2 - 2.0 * s**3), rate * (6.0 * s - 6.0 * s**2) / CIRCLE_RAMP_S
 
 
 def circle_motion(start, radius: float, period_s: float, settle_s: float) -> Callable:
@@ -64,12 +79,12 @@ def circle_motion(start, radius: float, period_s: float, settle_s: float) -> Cal
     rate = 2.0 * np.pi / period_s
 
     def motion(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        moving = t > settle_s
-        phase = rate * max(t - settle_s, 0.0)
-        sin, cos = np.sin(phase), np.cos(phase)
-        position = center + radius * np.array([0.0, sin, cos])
-        velocity = radius * rate * np.array([0.0, cos, -sin]) * moving
-        acceleration = -radius * rate**2 * np.array([0.0, sin, cos]) * moving
+        phase, phase_rate, phase_acceleration = _circle_phase(t - settle_s, rate)
+        radial = np.array([0.0, np.sin(phase), np.cos(phase)])
+        tangent = np.array([0.0, radial[2], -radial[1]])
+        position = center + radius * radial
+        velocity = radius * phase_rate * tangent
+        acceleration = radius * (phase_acceleration * tangent - phase_rate**2 * radial)
         return position, velocity, acceleration
 
     return motion
