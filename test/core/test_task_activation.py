@@ -120,3 +120,27 @@ def test_switching_tasks_names_them_and_refuses_unknown_ones():
     assert result.transition.switching == 'tasks -hand -torso'
     controller.set_active('hand', True)
     assert controller.active('hand') and not controller.active('torso')
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_a_fixed_base_robot_fades_a_task_out_and_in(seed):
+    # No contacts at all: the blend of the two stacks has no contact forces to mix.
+    panda = robot('panda')
+    hand = FramePositionTask(panda, 'panda_hand', [0.4, 0.1, 0.5], kp=100.0)
+    posture = JointPostureTask(panda, np.zeros(panda.n_actuated), kp=10.0)
+    entries = [TaskEntry('hand', hand, 0), TaskEntry('posture', posture, 1)]
+    controller = PrioritizedController(
+        panda, entries, effort_limits=np.full(9, np.inf), task_transition_time=FADE
+    )
+    state = random_state(panda, seed, speed=0.3)
+    before = run(controller, state, 3)
+    controller.set_active('hand', False)
+    fading = run(controller, state, 60, 3 * DT)
+    assert all(np.isfinite(result.torque).all() and not result.contacts for result in fading)
+    alone = PrioritizedController(
+        panda, [TaskEntry('posture', JointPostureTask(panda, np.zeros(9), kp=10.0), 1)]
+    )
+    np.testing.assert_allclose(fading[-1].torque, alone.compute(state).torque, atol=1e-12)
+    controller.set_active('hand', True)
+    back = run(controller, state, 60, 63 * DT)
+    np.testing.assert_allclose(back[-1].torque, before[-1].torque, atol=1e-12)

@@ -227,6 +227,8 @@ def blended_contact_reports(
             force = forces.setdefault(report.frame, np.zeros(report.force.shape[0]))
             force += share * report.force
     frames = tuple(forces)
+    if not frames:  # a fixed-base robot, or no contact in any stack
+        return ()
     stacked = np.concatenate([forces[frame] for frame in frames])
     return contact_force_reports(
         [contacts[frame] for frame in frames], stacked, friction_coefficient
