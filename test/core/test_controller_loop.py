@@ -77,6 +77,21 @@ def test_a_failing_controller_sends_the_safe_command_and_counts_why():
     assert loop.statistics.compute_errors == 1 and loop.statistics.result is None
 
 
+def test_a_bug_in_the_controller_costs_one_safe_tick_not_the_loop():
+    loop = posture_loop(stale_command='gravity')
+    compute = loop.controller.compute
+
+    def bug(state, dt, now_s):
+        raise ValueError('need at least one array to concatenate')
+
+    loop.controller.compute = bug
+    outcome = loop.tick(READY, np.zeros(9), None, None, 1.0)
+    assert outcome.error == 'internal error: ValueError: need at least one array to concatenate'
+    npt.assert_allclose(outcome.torque, loop.state.gravity, atol=1e-12)
+    loop.controller.compute = compute
+    assert loop.tick(READY, np.zeros(9), None, None, 1.002).error == ''
+
+
 def test_the_watchdog_fires_after_the_timeout_and_the_next_tick_resumes():
     loop = posture_loop()
     assert loop.watchdog(0.0) and loop.state_age(0.0) is None

@@ -120,6 +120,9 @@ class ControllerLoop:
                 error, kind = 'non-finite torque computed: the safe command went out', 'non_finite'
         except WbcError as failure:
             error, kind = f'controller failed: {failure}', 'compute_error'
+        except Exception as failure:  # noqa: BLE001  (a bug must cost one safe tick, not the node)
+            error = f'internal error: {type(failure).__name__}: {failure}'
+            kind = 'compute_error'
         if error:
             self.statistics.fail(kind, error)
             result, torque = None, self.safe_torque()
