@@ -150,8 +150,9 @@ def far_target_parameters(name: str, target: list[float]) -> dict:
     }
 
 
-#: Known gap: under effort and rate saturation the level's braking comes too late on these
-#: (measured 0.16, 0.10 and 0.29 rad past a limit); docs/safety.md.
+#: Known gap: near the stretched elbow, at the velocity limits, the level asks for accelerations
+#: the rate-limited torque cannot give (measured 0.16, 0.10 and 0.29 rad past a limit, runs
+#: that small changes move by tens of mrad); docs/safety.md.
 SATURATED = pytest.mark.xfail(reason='braking under torque saturation', strict=False)
 
 
@@ -170,8 +171,8 @@ def test_a_target_outside_the_workspace_keeps_joints_and_commands_within_limits(
 
     The controller scales the tasks to the torque the next command can take (effort limits,
     narrowed by the rate limit). Three Panda targets still drive the stretched arm, at its
-    velocity limits, past a limit: the braking the level asks for then exceeds the torque or
-    the rate the joints have (a known gap, marked xfail).
+    velocity limits, past a limit: the accelerations the level asks for then exceed what the
+    rate-limited torque gives (a known gap, marked xfail).
     """
     sim = make_simulation(name)
     initial = READY if name == 'panda' else np.array([0.0, -1.2, 1.5, -1.9, -1.57, 0.0])
