@@ -9,7 +9,9 @@ controller at the script's times, and records the states and commands. The repor
 The controller's commands go to the simulator through the monitor (the controller's
 `effort_controller/commands` is remapped to `COMMAND_RELAY`): a command is passed on only once
 the monitor has handled the state before it, so the lock-stepped simulator cannot run ahead
-of the targets however the machine's load starves the monitor.
+of the targets however the machine's load starves the monitor, and none is passed on before
+the controller subscribes to /clock, joint_states and odom: until then its watchdog's gravity
+commands would step the simulator while the robot sags, unseen by the controller.
 """
 
 import argparse
@@ -41,6 +43,9 @@ COMMAND_RELAY = '/wbc_demo/controller_commands'
 #: The foot's target starts streaming this long before its release (s).
 FOOT_LEAD_S = 0.1
 START_TIMEOUT_S = 120.0
+CONTROLLER = 'wbc_controller'
+#: The controller's inputs from the simulator: commands wait until it subscribes to all three.
+CONTROLLER_INPUTS = ('/clock', '/joint_states', '/odom')
 STALL_TIMEOUT_S = 60.0
 
 
@@ -80,6 +85,7 @@ class LeggedMonitor(Node):
         self._commands = self.create_publisher(Float64MultiArray, COMMAND_TOPIC, QUEUE_DEPTH)
         self._held: Float64MultiArray | None = None
         self._states_handled = self._commands_passed = 0
+        self._controller_listening = False
 
     def joint_state_publishers(self) -> int:
         """How many publishers the joint_states subscription has matched."""
@@ -115,6 +121,11 @@ class LeggedMonitor(Node):
         self._on_state(stamp, q, v)
 
     def _on_state(self, stamp: float, q: np.ndarray, v: np.ndarray) -> None:
+        if stamp <= self.sim_time:
+            # The lock-stepped simulator re-sends its state when no command came for a while:
+            # counted again, it would let a second command through for one step, and every
+            # command after it would act one control period late.
+            return
         self.sim_time = stamp
         self.last_state_wall = time.monotonic()
         if self._starts is None:
@@ -131,7 +142,7 @@ class LeggedMonitor(Node):
         self.record.configurations.append(q)
         self.record.velocities.append(v)
         self._states_handled += 1
-        self._pass_commands()
+        self.pass_commands()
 
     def _measure_starts(self, q: np.ndarray) -> np.ndarray:
         """Where the shifting task (the COM or a frame) stands at the first state."""
@@ -180,10 +191,20 @@ class LeggedMonitor(Node):
             self.record.torque_times.append(self.sim_time)
             self.record.torques.append(np.asarray(message.data))
         self._held = message  # the newest: the watchdog's commands before the first tick go
-        self._pass_commands()
+        self.pass_commands()
 
-    def _pass_commands(self) -> None:
+    def pass_commands(self) -> None:
         """One command per handled state goes on to the simulator (module docstring)."""
+        if not self._controller_listening:
+            self._controller_listening = all(
+                any(
+                    info.node_name == CONTROLLER
+                    for info in self.get_subscriptions_info_by_topic(t)
+                )
+                for t in CONTROLLER_INPUTS
+            )
+        if not self._controller_listening:
+            return
         if self._held is not None and self._commands_passed < self._states_handled:
             self._commands.publish(self._held)
             self._held, self._commands_passed = None, self._commands_passed + 1
@@ -255,6 +276,7 @@ def _spin(monitor: LeggedMonitor, processes: list[ManagedProcess], duration: flo
     monitor.last_state_wall = time.monotonic()
     while monitor.sim_time < duration - 1e-9:
         rclpy.spin_once(monitor, timeout_sec=0.05)
+        monitor.pass_commands()
         dead = [p for p in processes if p.process.poll() is not None]
         limit = STALL_TIMEOUT_S if monitor.record.times else START_TIMEOUT_S
         if dead or time.monotonic() - monitor.last_state_wall > limit:
