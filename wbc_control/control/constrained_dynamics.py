@@ -44,6 +44,7 @@ SYMMETRY_RTOL = 1e-8
 
 _METHODS = ('auto', 'schur', 'block_lu')
 _POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
+_IDENTITIES: dict[int, np.ndarray] = {}  # I_m by size, for the Delassus inverse
 
 
 @dataclass(frozen=True)
@@ -345,7 +346,7 @@ def _frozen_terms(
 
 
 def schur_dagger_terms(
-    state: RobotState, constraint: np.ndarray, identity: np.ndarray | None = None
+    state: RobotState, constraint: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, str] | None:
     """M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7), from the tick's Cholesky.
 
@@ -353,24 +354,22 @@ def schur_dagger_terms(
 
         A†ᵀ = X D⁻¹ (eq 7),   M† = M⁻¹ − A†ᵀ Xᵀ (eq 6)
 
-    These are the terms `dagger_terms` computes on its 'schur' path; this one reuses the
-    factorisation of M that `RobotState` already holds. It declines (returns None) unless M and
-    D are positive definite and provably well conditioned, κ₂ ≤ 1 / `SCHUR_MIN_RCOND`, where
-    forming M⁻¹ keeps enough digits: the caller then uses the block matrix. The proof is the
-    bound κ₂(S) ≤ tr(S) tr(S⁻¹) of a symmetric positive definite S (λ_max ≤ tr S and
-    1/λ_min ≤ tr S⁻¹), two traces of matrices formed anyway.
+    These are the terms `dagger_terms` computes on its 'schur' path; this one reuses the M⁻¹
+    that `RobotState` forms once per tick from its Cholesky factor. It declines (returns None)
+    unless M and D are positive definite and provably well conditioned,
+    κ₂ ≤ 1 / `SCHUR_MIN_RCOND`, where forming M⁻¹ keeps enough digits: the caller then uses
+    the block matrix. The proof is the bound κ₂(S) ≤ tr(S) tr(S⁻¹) of a symmetric positive
+    definite S (λ_max ≤ tr S and 1/λ_min ≤ tr S⁻¹), two traces of matrices formed anyway.
 
     Args:
         state: this tick's robot state.
         constraint: A, `(m, nv)`.
-        identity: I_nv, to spare the allocation.
 
     Returns:
         `(M†, A†ᵀ, 'schur')`, `(nv, nv)` and `(nv, m)`, or None.
     """
-    identity = np.eye(state.robot.nv) if identity is None else identity
     try:
-        inverse_mass = state.solve_mass_matrix(identity)  # (nv, nv) M⁻¹
+        inverse_mass = state.inverse_mass_matrix  # (nv, nv) M⁻¹
     except InvalidValue:  # M is not positive definite
         return None
     if not _provably_well_conditioned(state.mass_matrix, inverse_mass):
@@ -380,7 +379,11 @@ def schur_dagger_terms(
     delassus_factor, info = _POTRF(delassus, lower=False, clean=False)
     if info != 0:
         return None
-    inverse_delassus = _POTRS(delassus_factor, np.eye(delassus.shape[0]), lower=False)[0]
+    size = delassus.shape[0]
+    identity = _IDENTITIES.get(size)
+    if identity is None:
+        identity = _IDENTITIES[size] = np.eye(size)
+    inverse_delassus = _POTRS(delassus_factor, identity, lower=False)[0]
     if not _provably_well_conditioned(delassus, inverse_delassus):
         return None
     a_dagger_t = inverse_mass_at.dot(inverse_delassus)  # (nv, m)

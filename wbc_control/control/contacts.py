@@ -23,6 +23,7 @@ component < 0 along world z, i.e. flat horizontal ground) or leaves the friction
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -151,8 +152,8 @@ def base_contact_forces(
     else:
         scale = np.sqrt(load_shares)
         forces = scale * minimum_norm_solution(base_columns * scale, target)
-    residual = float(np.linalg.norm(base_columns @ forces - target))
-    return ContactForces(forces, residual)
+    error = base_columns.dot(forces) - target
+    return ContactForces(forces, math.sqrt(error.dot(error)))  # ‖·‖ without norm's wrapper
 
 
 def minimum_norm_solution(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -210,6 +211,43 @@ def contact_force_reports(
             )
         )
     return tuple(reports)
+
+
+#: A tick's forces are checked exactly only if some ‖f_t‖ exceeds this fraction of μ f_n (or
+#: some f_n ≤ 0): a margin over the rounding of the cheap test below.
+CONE_CHECK_MARGIN = 0.99
+
+
+def cone_check_terms(contacts: Sequence[Contact]) -> tuple[np.ndarray, np.ndarray]:
+    """What `may_leave_friction_cone` needs of a contact set, computed once per set.
+
+    Returns:
+        The map from stacked forces to each contact's linear force in world axes
+        `(3 × contacts, m)`, and which contacts are checked (not `along`) `(contacts,)`.
+    """
+    linear_map = np.zeros((3 * len(contacts), sum(contact.dim for contact in contacts)))
+    start = 0
+    for index, contact in enumerate(contacts):
+        linear_map[3 * index : 3 * index + 3, start : start + contact.dim] = contact.rows[:, :3].T
+        start += contact.dim
+    checked = np.array([contact.kind is not ContactType.ALONG for contact in contacts], bool)
+    return linear_map, checked
+
+
+def may_leave_friction_cone(
+    terms: tuple[np.ndarray, np.ndarray], forces: np.ndarray, friction_coefficient: float
+) -> bool:
+    """False only if no checked contact pulls or leaves the cone (`contact_force_reports`).
+
+    A few array operations for all contacts, instead of a report per contact: a tick for
+    which it returns False has no pulling or outside-the-cone report; True means look.
+    """
+    linear_map, checked = terms
+    linear = linear_map.dot(forces).reshape(-1, 3)
+    normal = linear[:, 2]
+    tangential = linear[:, 0] * linear[:, 0] + linear[:, 1] * linear[:, 1]
+    bound = (CONE_CHECK_MARGIN * friction_coefficient) ** 2 * normal * normal
+    return bool((checked & ((normal <= 0.0) | (tangential > bound))).any())
 
 
 def holding_torque(state: RobotState, contacts: Sequence[Contact]) -> np.ndarray:

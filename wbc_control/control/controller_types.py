@@ -1,13 +1,18 @@
 """What the prioritized controller takes (its task list) and what one tick gives back."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from wbc_control.control.contact_transitions import TransitionReport
-from wbc_control.control.contacts import ContactForceReport
+from wbc_control.control.contacts import (
+    Contact,
+    ContactForceReport,
+    contact_force_reports,
+    may_leave_friction_cone,
+)
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.tasks.task import Task, TaskTerms
 
@@ -65,6 +70,96 @@ class LevelReport(NamedTuple):
     generic_rank: int = 0  # directions the level has at a non-singular configuration
 
 
+class LazyReports(Sequence):
+    """A tick's reports, built on first access from the raw numbers the tick kept.
+
+    Most ticks' reports are never read (a node reads them at its diagnostics rate), so the
+    tick stores `build`'s arguments (one call) instead of building a report per task, level or
+    contact. Read them before the next tick of the same controller: like the task terms they
+    come from, the kept arrays may be views of buffers that tick overwrites.
+    """
+
+    __slots__ = ('_build', '_arguments', '_reports')
+
+    def __init__(self, build: Callable[..., tuple], *arguments: Any) -> None:
+        self._build, self._arguments, self._reports = build, arguments, None
+
+    def _get(self) -> tuple:
+        if self._reports is None:
+            self._reports = tuple(self._build(*self._arguments))
+            self._arguments = None
+        return self._reports
+
+    def __getitem__(self, index):
+        return self._get()[index]
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __iter__(self) -> Iterator:
+        return iter(self._get())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyReports):
+            other = other._get()
+        return self._get() == other
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+
+class ContactReports(LazyReports):
+    """Contact force reports built on first access, and a cheap test for trouble every tick.
+
+    `may_leave_friction_cone()` (a few array operations for all contacts) is False when no
+    report would say pulling or outside the friction cone, so a caller that only needs those
+    flags each tick builds the reports only on the ticks where it returns True.
+    """
+
+    __slots__ = ('_check',)
+
+    def __init__(
+        self,
+        contacts: Sequence[Contact],
+        forces: np.ndarray,
+        friction_coefficient: float,
+        check_terms: tuple[np.ndarray, np.ndarray],
+    ) -> None:
+        self._build, self._reports = contact_force_reports, None
+        self._arguments = (contacts, forces, friction_coefficient)
+        self._check = check_terms
+
+    def may_leave_friction_cone(self) -> bool:
+        """False: no contact pulls or leaves the friction cone (see the class docstring)."""
+        if self._reports is not None:
+            return any(c.pulling or c.outside_friction_cone for c in self._reports)
+        _, forces, friction_coefficient = self._arguments
+        return may_leave_friction_cone(self._check, forces, friction_coefficient)
+
+
+def level_reports(levels: Sequence['Level'], generic_ranks: Sequence[int], inertias: Sequence):
+    """Each level's health from its `TaskInertia`.
+
+    Lost directions are counted against the level's generic rank (or the damped ones, if more).
+    """
+    reports = []
+    for level, generic_rank, inertia in zip(levels, generic_ranks, inertias):
+        lost = generic_rank - inertia.rank
+        reports.append(
+            LevelReport(
+                level.priority,
+                level.names,
+                inertia.condition_number,
+                inertia.rank,
+                max(lost, inertia.damped),
+                generic_rank,
+            )
+        )
+    return tuple(reports)
+
+
 class ControllerResult(NamedTuple):
     """Everything one tick of the controller produced."""
 
@@ -73,9 +168,10 @@ class ControllerResult(NamedTuple):
     saturated: np.ndarray  # (n_act,) bool
     rate_limited: np.ndarray  # (n_act,) bool
     acceleration: np.ndarray  # (nv,) q̈
-    tasks: tuple[TaskReport, ...]
-    levels: tuple[LevelReport, ...]
-    contacts: tuple[ContactForceReport, ...] = ()
+    # Reports: tuples, or LazyReports built on first access (read them before the next tick).
+    tasks: Sequence[TaskReport]
+    levels: Sequence[LevelReport]
+    contacts: Sequence[ContactForceReport] = ()
     base_wrench_residual: float = 0.0  # N / N m the contacts cannot balance (floating base)
     constraint_method: str = ''  # how the dagger terms were computed ('schur' / 'block_lu')
     joints_at_limit: tuple[str, ...] = ()  # joints held by the joint-limit level this tick

@@ -22,10 +22,11 @@ singular. Then A J̄ = A M† Jpᵀ Λ = 0: no task can violate a contact. The t
 is the actuated part of M q̈ + h − Aᵀf, with f the contact forces of `wbc_control.control.contacts`
 (they balance the unactuated base rows).
 
-Without contacts, M⁻¹ is applied by Cholesky solves (`RobotState.solve_mass_matrix`), never
-formed. Because J̄ = M⁻¹Jpᵀ Λ and Jp = J N, a lower level's contribution J̄_k(·) satisfies
-J_i J̄_k = 0 for every higher level i whose Λ is exact, so it cannot change a higher level's
-task acceleration.
+Without contacts, M⁻¹ is formed once per tick from the Cholesky factor of M
+(`RobotState.inverse_mass_matrix`) and every level applies it by one product: Λ = (Jp M⁻¹Jpᵀ)⁻¹
+and J̄ = M⁻¹Jpᵀ Λ need only M⁻¹Jpᵀ (Khatib 1987). Because J̄ = M⁻¹Jpᵀ Λ and Jp = J N, a lower
+level's contribution J̄_k(·) satisfies J_i J̄_k = 0 for every higher level i whose Λ is exact,
+so it cannot change a higher level's task acceleration.
 
 Contacts (`set_contacts`) and tasks (`set_active`) switch at run time: a tick during a switch
 solves the stack before and the stack after it and blends their torques, with a load transfer
@@ -53,14 +54,16 @@ from wbc_control.control.contact_transitions import (
 from wbc_control.control.contacts import (
     Contact,
     base_contact_forces,
-    contact_force_reports,
     contact_jacobian,
 )
 from wbc_control.control.controller_types import (
+    ContactReports,
     ControllerResult,
+    LazyReports,
     LevelReport,
     TaskEntry,
     TaskReport,
+    level_reports,
     validate_threshold,
     validate_weight,
 )
@@ -145,6 +148,8 @@ class PrioritizedController:
         self.limiter = TorqueLimiter(limits, torque_rate_limits)
         self._identity = np.eye(robot.nv)
         self._null_space = np.eye(robot.nv)
+        self._zero_acceleration = np.zeros(robot.nv)
+        self._zero_acceleration.flags.writeable = False
         self._actuated = as_slice(robot.indices.v)
         self.joint_limits = joint_limits
         # Per tick: a soft start's α scaling every ẍ*, the command's range (None: ± limits).
@@ -188,7 +193,7 @@ class PrioritizedController:
         """Make `stack` the one the recursion solves, its contacts loaded by `load_shares`."""
         self._key = stack.key
         self.contacts, self.levels = stack.contacts, stack.levels
-        self._generic_ranks = stack.generic_ranks
+        self._generic_ranks, self._cone_check = stack.generic_ranks, stack.cone_check
         self._sqrt_weights = self.stacks.sqrt_weights(stack.key)
         self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
 
@@ -203,22 +208,24 @@ class PrioritizedController:
             now_s: the tick's time (s), which times contact and task switches; None: they
                 happen at once.
         """
-        parts = self.switching.plan(now_s)
-        results = [self._solve_part(state, part) for part in parts]
-        self._use(self.stacks.current, {})
-        if len(results) == 1:
-            result = results[0]
+        switching = self.stacks.switching
+        parts = switching.plan(now_s)
+        part, *others = parts
+        if not others and part.key == self._key:  # no switch: the stack in force, fully loaded
+            result = self._solve(state)
         else:
+            results = [self._solve_part(state, part) for part in parts]
+            self._use(self.stacks.current, {})
             shares = [part.share for part in parts]
             contacts, mu = self.stacks.known_contacts, self.friction_coefficient
-            result = blend_results(shares, results, contacts, mu)
-        self.switching.record(result.torque_unlimited)
+            result = results[0] if not others else blend_results(shares, results, contacts, mu)
+        switching.record(result.torque_unlimited)
         limited = self.limiter.apply(result.torque_unlimited, dt)
-        return result._replace(
-            torque=limited.torque,
-            saturated=limited.saturated,
-            rate_limited=limited.rate_limited,
-            transition=self.switching.report,
+        torque, saturated, rate_limited = limited
+        # Field by field (a `_replace` costs two more calls): result[4:-1] are the fields
+        # between the limiter's and the transition report, the last one.
+        return ControllerResult(
+            torque, result[1], saturated, rate_limited, *result[4:-1], switching.report
         )
 
     def _solve_part(self, state: RobotState, part: BlendPart) -> ControllerResult:
@@ -256,10 +263,11 @@ class PrioritizedController:
         torque, forces = self._torque(state, acceleration, constraint)
         contact_reports, residual = (), 0.0
         if forces is not None:
-            contact_reports = contact_force_reports(
-                self.contacts, forces.forces, self.friction_coefficient
-            )
+            mu, check = self.friction_coefficient, self._cone_check
+            contact_reports = ContactReports(self.contacts, forces.forces, mu, check)
             residual = forces.base_residual
+        # J q̈ + J̇v now: the stacked Jacobians and drifts are buffers the next tick overwrites.
+        achieved = [jacobian.dot(acceleration) + drift for _, jacobian, drift, _ in level_terms]
         unlimited = np.zeros(torque.shape, dtype=bool)
         return ControllerResult(
             torque,
@@ -267,7 +275,7 @@ class PrioritizedController:
             unlimited,
             unlimited,
             acceleration,
-            task_reports(self.levels, level_terms, acceleration),
+            LazyReports(task_reports, self.levels, level_terms, achieved),
             level_reports,
             contact_reports,
             residual,
@@ -315,7 +323,7 @@ class PrioritizedController:
         start: np.ndarray,
         level_terms: list,
         limit_level: JointLimitLevel | None,
-    ) -> tuple[np.ndarray, tuple[LevelReport, ...]]:
+    ) -> tuple[np.ndarray, LazyReports]:
         """q̈ `(nv,)` from the priority recursion of the module docstring, and each level's health.
 
         `limit_level`, the joints saturated at their limits, goes above every user level.
@@ -334,7 +342,7 @@ class PrioritizedController:
             if self.levels:
                 null_space = self._reduce_null_space(None, consistent_inverse.dot(rows))
         last = len(self.levels) - 1
-        level_reports = [None] * len(self.levels)
+        inertias = [None] * len(self.levels)
         for index, (sqrt_weights, (_, jacobian, _, target)) in enumerate(
             zip(self._sqrt_weights, level_terms)
         ):
@@ -356,21 +364,8 @@ class PrioritizedController:
                 if blocking is not inertia.inertia:
                     consistent_inverse = inverse_inertia_jt.dot(blocking)
                 null_space = self._reduce_null_space(null_space, consistent_inverse.dot(projected))
-            level_reports[index] = self._level_report(index, inertia)
-        return acceleration, tuple(level_reports)
-
-    def _level_report(self, index: int, inertia) -> LevelReport:
-        """A level's health; lost directions counted against its generic rank."""
-        level, generic_rank = self.levels[index], self._generic_ranks[index]
-        lost = generic_rank - inertia.rank
-        return LevelReport(
-            level.priority,
-            level.names,
-            inertia.condition_number,
-            inertia.rank,
-            lost if lost > inertia.damped else inertia.damped,
-            generic_rank,
-        )
+            inertias[index] = inertia
+        return acceleration, LazyReports(level_reports, self.levels, self._generic_ranks, inertias)
 
     def _reduce_null_space(self, null_space: np.ndarray | None, used: np.ndarray) -> np.ndarray:
         """N ← N − J̄ Jp (`used` = J̄ Jp), in the controller's buffer; None stands for N = I."""
@@ -382,7 +377,7 @@ class PrioritizedController:
     def _constraint(self, state: RobotState):
         """The inverse inertia the task levels see, and the contacts' own acceleration.
 
-        Without contacts: M⁻¹ by Cholesky solves and q̈ = 0. With contacts: M†, and
+        Without contacts: M⁻¹ (formed once per tick) and q̈ = 0. With contacts: M†, and
         q̈ = −A†ᵀ Ȧq̇ (Johnson 2024, eq 22), the mass-weighted least-effort way to keep
         A q̈ = −Ȧq̇. M† and A† come from the tick's Cholesky factor of M (`schur_dagger_terms`)
         when M and A M⁻¹ Aᵀ are well conditioned, else from the block matrix
@@ -390,9 +385,9 @@ class PrioritizedController:
         SingularConstraint if [M Aᵀ; A 0] is not invertible (Johnson 2024, eq 32).
         """
         if not self.contacts:
-            return state.solve_mass_matrix, None, '', np.zeros(self.robot.nv)
+            return state.inverse_mass_matrix.dot, None, '', self._zero_acceleration
         constraint, drift = contact_jacobian(state, self.contacts)
-        terms = schur_dagger_terms(state, constraint, self._identity)
+        terms = schur_dagger_terms(state, constraint)
         if terms is None:
             block = dagger_terms(state.mass_matrix, constraint)
             terms = block.m_dagger, block.a_dagger.T, block.method

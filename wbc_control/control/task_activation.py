@@ -40,7 +40,12 @@ from wbc_control.control.contact_transitions import (
     StackSwitcher,
     blended_contact_reports,
 )
-from wbc_control.control.contacts import Contact, ContactType, contact_row_weights
+from wbc_control.control.contacts import (
+    Contact,
+    ContactType,
+    cone_check_terms,
+    contact_row_weights,
+)
 from wbc_control.control.controller_types import (
     ControllerResult,
     Level,
@@ -61,6 +66,7 @@ class Stack(NamedTuple):
     levels: tuple[Level, ...]
     generic_ranks: tuple[int, ...]
     row_weights: np.ndarray  # (m,) of the force distribution, `contact_row_weights`
+    cone_check: tuple[np.ndarray, np.ndarray]  # `cone_check_terms` of the contacts
 
 
 def held_by_contact(entry: TaskEntry, contacts: Sequence[Contact]) -> bool:
@@ -108,7 +114,7 @@ def build_stack(
     )
     ranks = sampled_generic_ranks(robot, levels, contacts)
     weights = contact_row_weights(contacts) if contacts else np.zeros(0)
-    return Stack(key, contacts, levels, ranks, weights)
+    return Stack(key, contacts, levels, ranks, weights, cone_check_terms(contacts))
 
 
 class Stacks:
@@ -206,12 +212,11 @@ class Stacks:
 
 
 def task_reports(
-    levels: Sequence[Level], level_terms: list, acceleration: np.ndarray
+    levels: Sequence[Level], level_terms: list, achieved: Sequence[np.ndarray]
 ) -> tuple[TaskReport, ...]:
-    """Per-task error and achieved acceleration J q̈ + J̇v (one product per level)."""
+    """Per-task error and achieved acceleration, from each level's J q̈ + J̇v `achieved`."""
     reports = []
-    for level, (terms, jacobian, drift, _) in zip(levels, level_terms):
-        achieved = jacobian.dot(acceleration) + drift  # (m,)
+    for level, (terms, *_), level_achieved in zip(levels, level_terms, achieved):
         for entry, rows, term in zip(level.entries, level.slices, terms):
             error = term.error
             reports.append(
@@ -221,7 +226,7 @@ def task_reports(
                     error,
                     math.sqrt(error.dot(error)),
                     term.desired_acceleration,
-                    achieved[rows],
+                    level_achieved[rows],
                 )
             )
     return tuple(reports)

@@ -58,7 +58,12 @@ class TickStatistics:
         if result is None:
             return
         self.result = result
-        for contact in result.contacts:
+        contacts = result.contacts
+        # Reports built only on ticks whose forces may pull or leave the cone (ContactReports).
+        check = getattr(contacts, 'may_leave_friction_cone', None)
+        if check is not None and not check():
+            return
+        for contact in contacts:
             if contact.pulling:
                 self.pulling.add(contact.frame)
             if contact.outside_friction_cone:

@@ -12,8 +12,10 @@ than the controller needs:
 
 M and h are views of Pinocchio's `Data`, not copies. On first use in a tick, and only then:
 
-- a Cholesky factorisation of M (LAPACK `potrf`), so that M⁻¹B is always a pair of triangular
-  solves (`potrs`) and M is never inverted explicitly;
+- a Cholesky factorisation of M (LAPACK `potrf`), so that M⁻¹B is a pair of triangular
+  solves (`potrs`);
+- M⁻¹ itself, from that factor (one `potrs` against the identity), for the controller, which
+  applies it once per priority level (a product costs less than a pair of solves);
 - the centre of mass drift (`centerOfMass` at ACCELERATION level, from the kinematics above);
 - the generalized gravity g(q) (one more RNEA pass).
 
@@ -51,6 +53,8 @@ class RobotState:
         self.mass_matrix: np.ndarray = self.data.M
         self.nonlinear_effects: np.ndarray = self.data.nle
         self._cholesky: np.ndarray | None = None
+        self._inverse: np.ndarray | None = None
+        self._identity = np.eye(robot.nv)
         self._com_valid = False
         self._com: np.ndarray = self.data.com[0]
         self._com_velocity: np.ndarray = self.data.vcom[0]
@@ -83,7 +87,7 @@ class RobotState:
         self.v[:] = v
         pin.computeAllTerms(self.model, self.data, self.q, self.v)
         pin.updateFramePlacements(self.model, self.data)
-        self._cholesky = None
+        self._cholesky = self._inverse = None
         self._com_valid = False
         self._gravity_valid = False
 
@@ -110,6 +114,20 @@ class RobotState:
         if factor is None:
             factor = self.mass_matrix_cholesky[0]
         return _POTRS(factor, rhs, lower=False)[0]
+
+    @property
+    def inverse_mass_matrix(self) -> np.ndarray:
+        """M⁻¹ `(nv, nv)` from the Cholesky factor, once per tick; do not write into it.
+
+        Raises:
+            InvalidValue: M is not positive definite.
+        """
+        if self._inverse is None:
+            factor = self._cholesky
+            if factor is None:
+                factor = self.mass_matrix_cholesky[0]
+            self._inverse = _POTRS(factor, self._identity, lower=False)[0]
+        return self._inverse
 
     @property
     def gravity(self) -> np.ndarray:
