@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 import os
 from pathlib import Path
 import signal
+import subprocess
 import time
 from typing import NamedTuple
 
@@ -100,9 +101,18 @@ def cpu_waits_s(pid: int, waits: dict[int, float]) -> None:
             pass  # the thread ended meanwhile
 
 
-def exited(pid: int) -> bool:
-    """Whether `pid` has exited, leaving it unreaped (its /proc entry stays readable)."""
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+def exited(process: subprocess.Popen) -> bool:
+    """Whether `process` has exited, leaving it unreaped (its /proc entry stays readable).
+
+    Popen.send_signal polls first, so a process that ended between two signals may already be
+    reaped: then it has exited too.
+    """
+    if process.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def stop(node: NodeProcess, signals: Sequence[signal.Signals]) -> Exit:
@@ -116,11 +126,11 @@ def stop(node: NodeProcess, signals: Sequence[signal.Signals]) -> Exit:
     for number in signals[1:]:
         time.sleep(SECOND_SIGNAL_AFTER_S)
         process.send_signal(number)
-    while not exited(process.pid) and time.monotonic() - start_s < LATE_EXIT_S:
+    while not exited(process) and time.monotonic() - start_s < LATE_EXIT_S:
         cpu_waits_s(process.pid, waits)
         time.sleep(0.001)
     elapsed_s = time.monotonic() - start_s
-    if not exited(process.pid):
+    if not exited(process):
         return Exit(None, elapsed_s, elapsed_s)
     cpu_waits_s(process.pid, waits)
     waited_s = min(sum(waits[tid] - before.get(tid, 0.0) for tid in waits), elapsed_s)
