@@ -303,7 +303,8 @@ def talos_lift() -> LeggedScenario:
     a COM task at the top would also swing the arms sideways, the least-kinetic-energy way to
     move the COM, into the joint limit of arm_left_2), the left sole's load moves to the right
     one over 0.3 s, the left foot (a frame_pose task: it stays flat) rises, waits and lands
-    where it started, its contact closes and the pelvis moves back.
+    where it started, its contact closes and the pelvis moves back over 2 s. The torso is kept
+    level with the feet's tasks, the pelvis below them, with the posture.
     """
     controller = {
         'contacts': ['left_sole_link', 'right_sole_link'],
@@ -315,7 +316,7 @@ def talos_lift() -> LeggedScenario:
         'joint_state_timeout': 60.0,
         'stale_command': 'gravity',
         'contact_transition_time': 0.3,
-        'task_names': ['pelvis', 'torso', 'left_foot', 'posture'],
+        'task_names': ['pelvis', 'torso', 'left_foot', 'pelvis_orientation', 'posture'],
         'tasks': {
             'pelvis': {'type': 'frame_position', 'frame': 'base_link', 'priority': 0, 'kp': 100.0},
             'torso': {
@@ -330,6 +331,15 @@ def talos_lift() -> LeggedScenario:
                 'frame': 'left_sole_link',
                 'priority': 1,
                 'kp': 400.0,
+            },
+            # Level, with the posture, below the feet: at priority 1 it pitched the re-closed
+            # left sole and Talos slid; without it the pelvis pitched 3.95 deg on one foot.
+            'pelvis_orientation': {
+                'type': 'frame_orientation',
+                'frame': 'base_link',
+                'priority': 2,
+                'kp': 40.0,
+                'target': [0.0, 0.0, 0.0, 1.0],
             },
             'posture': {
                 'type': 'joint_posture',
@@ -356,8 +366,9 @@ def talos_lift() -> LeggedScenario:
         description='Talos shifts its weight onto the right foot, lifts the left 5 cm for 2 s',
         controller=controller,
         sim=sim,
-        duration_s=8.0,
-        com_moves=(Move(0.6, 1.5, shift), Move(6.3, 1.5, tuple(-v for v in shift))),
+        duration_s=8.5,
+        # Back over 2 s: over 1.5 s the re-closed left sole pushed sideways at |f_t|/f_n 0.76.
+        com_moves=(Move(0.6, 1.5, shift), Move(6.3, 2.0, tuple(-v for v in shift))),
         foot_task='left_foot',
         foot_moves=(Move(2.6, 0.6, lift), Move(3.2 + FOOT_HOLD_S, 0.6, (0.0, 0.0, -FOOT_LIFT_M))),
         contacts=((2.2, ('right_sole_link',)), (5.9, ('left_sole_link', 'right_sole_link'))),
