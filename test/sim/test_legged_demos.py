@@ -39,24 +39,7 @@ def run_demo(name: str, output) -> dict:
     return summary
 
 
-#: Talos passed every criterion in 1 of 2 runs at load ~45 (tilt 1.90 deg, base 5.5 mm, foot
-#: 1.16 mm, friction ratio 0.67, torques 0.56 of the limit); in the other the controller had
-#: not yet heard /clock when the first states came, rejected them as future-stamped, and its
-#: gravity safe command stepped the lock-stepped simulator for 0.056 s: the base sagged 94.6 mm
-#: and tilted 6.2 deg at 0.55 s before the controller caught it (a start-up race, not the script).
-TALOS_START_RACE = (
-    'Talos: 1 of 2 runs failed at start-up (base 94.6 mm, tilt 6.2 deg at 0.55 s): the controller '
-    'rejected the first states as ahead of its /clock while its gravity safe command stepped the '
-    'lock-stepped simulator; the passing run: tilt 1.90 deg, foot 1.16 mm, base 5.5 mm'
-)
-
-
-def _cases() -> list:
-    marks = {'talos_lift': pytest.mark.xfail(reason=TALOS_START_RACE, strict=False)}
-    return [pytest.param(name, marks=marks.get(name, ())) for name in sorted(LEGGED_SCENARIOS)]
-
-
-@pytest.mark.parametrize('name', _cases())
+@pytest.mark.parametrize('name', sorted(LEGGED_SCENARIOS))
 def test_the_robot_lifts_a_foot_5_cm_for_2_s_and_puts_it_down(name, tmp_path):
     scenario = LEGGED_SCENARIOS[name]()
     summary = run_demo(name, tmp_path)

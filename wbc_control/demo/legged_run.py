@@ -85,7 +85,7 @@ class LeggedMonitor(Node):
         self._commands = self.create_publisher(Float64MultiArray, COMMAND_TOPIC, QUEUE_DEPTH)
         self._held: Float64MultiArray | None = None
         self._states_handled = self._commands_passed = 0
-        self._controller_listening = False
+        self._controller_listening = self._controller_ticked = False
 
     def joint_state_publishers(self) -> int:
         """How many publishers the joint_states subscription has matched."""
@@ -187,6 +187,12 @@ class LeggedMonitor(Node):
             self._foot.publish(_point(foot))
 
     def _on_command(self, message: Float64MultiArray) -> None:
+        if not self._controller_ticked:
+            # Before its first accepted state the controller's watchdog sends zero torques:
+            # passed on, they would step the lock-stepped simulator while the robot sags.
+            if not any(message.data):
+                return
+            self._controller_ticked = True
         if len(message.data) == self.robot.n_actuated and self.sim_time >= 0.0:
             self.record.torque_times.append(self.sim_time)
             self.record.torques.append(np.asarray(message.data))
