@@ -527,10 +527,16 @@ def publish_clock(sidecar: Sidecar, clock, t_s: float) -> None:
             if any(status.name == sidecar.status_name for status in array.status)
         )
 
-    clock.publish(msg)
-    assert sidecar.probe.spin_until(read, WAIT_S), (
-        f'{sidecar.node_name} did not read /clock = {t_s} s within {WAIT_S} s'
-    )
+    # Re-sent until read: the first one can go out before the node's /clock subscription has
+    # matched the publisher (a volatile topic drops it); re-sending the same time is harmless.
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        clock.publish(msg)
+        if sidecar.probe.spin_until(read, 0.2):
+            return
+        assert time.monotonic() < deadline, (
+            f'{sidecar.node_name} did not read /clock = {t_s} s within {WAIT_S} s'
+        )
 
 
 def test_four_link_chain_scaled_ratio_tracks_kappa_on_sim_time(probe):
