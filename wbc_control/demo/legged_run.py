@@ -31,7 +31,12 @@ from std_msgs.msg import Float64MultiArray
 
 from wbc_control.demo.legged import LeggedScenario, lead_target
 from wbc_control.demo.legged_report import LeggedRecord, summarize_legged, write_legged_report
-from wbc_control.demo.main import ManagedProcess, start_node
+from wbc_control.demo.main import (
+    START_TIMEOUT_S,
+    ManagedProcess,
+    start_node,
+    wait_for_simulator,
+)
 from wbc_control.exceptions import WbcError
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
@@ -42,7 +47,6 @@ COMMAND_TOPIC = '/effort_controller/commands'
 COMMAND_RELAY = '/wbc_demo/controller_commands'
 #: The foot's target starts streaming this long before its release (s).
 FOOT_LEAD_S = 0.1
-START_TIMEOUT_S = 120.0
 CONTROLLER = 'wbc_controller'
 #: The controller's inputs from the simulator: commands wait until it subscribes to all three.
 CONTROLLER_INPUTS = ('/clock', '/joint_states', '/odom')
@@ -246,7 +250,7 @@ def run_legged(scenario: LeggedScenario, arguments: argparse.Namespace) -> int:
     processes = [start_node('wbc_sim', {**model, **scenario.sim, 'viewer': False}, output)]
     completed = False
     try:
-        if _wait(monitor, processes, lambda: monitor.joint_state_publishers() > 0):
+        if wait_for_simulator(monitor, processes[0]):
             controller = {**model, **scenario.controller, 'use_sim_time': True}
             remap = ['-r', f'effort_controller/commands:={COMMAND_RELAY}']
             processes.append(start_node('wbc_controller', controller, output, remap))
@@ -264,16 +268,6 @@ def run_legged(scenario: LeggedScenario, arguments: argparse.Namespace) -> int:
     print((output / 'summary.txt').read_text(), end='')
     print(f'wbc_demo: wrote {png} and {output / "summary.txt"}')
     return 0 if completed else 1
-
-
-def _wait(monitor: LeggedMonitor, processes: list[ManagedProcess], condition) -> bool:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not condition():
-        rclpy.spin_once(monitor, timeout_sec=0.05)
-        if processes[0].process.poll() is not None or time.monotonic() > deadline:
-            print(f'wbc_demo: wbc_sim did not come up; its last output:\n{processes[0].tail()}')
-            return False
-    return True
 
 
 def _spin(monitor: LeggedMonitor, processes: list[ManagedProcess], duration: float) -> bool:

@@ -297,7 +297,7 @@ def run(arguments: argparse.Namespace) -> int:
         # The lock-stepped loop starts as soon as the controller connects and runs fast: the
         # monitor must hear the simulator first, or it would miss the start and move the
         # target late (a jump the controller would then have to catch up with).
-        completed = _wait_for_simulator(monitor, processes[0])
+        completed = wait_for_simulator(monitor, processes[0])
         if completed:
             processes += [
                 start_node(
@@ -328,7 +328,7 @@ def run(arguments: argparse.Namespace) -> int:
     return 0 if completed else 1
 
 
-def _wait_for_simulator(monitor: DemoMonitor, sim: ManagedProcess) -> bool:
+def wait_for_simulator(monitor: Node, sim: ManagedProcess) -> bool:
     """Spin until the monitor's joint_states subscription has matched the simulator."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while monitor.joint_state_publishers() == 0:
