@@ -11,6 +11,8 @@ from wbc_control.control.controller_loop import ControllerLoop
 from wbc_control.control.prioritized_controller import PrioritizedController
 from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidValue
+from wbc_control.inputs.trajectory_follower import TaskTrajectories, trajectory_tasks
+from wbc_control.inputs.trajectory_points import TrajectoryPoints
 
 READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
 
@@ -62,6 +64,21 @@ def test_a_task_without_target_holds_the_first_state():
     npt.assert_allclose(target, first)
     npt.assert_allclose(outcome.torque, loop.state.gravity, atol=1e-9)
     assert loop.tick(READY, np.zeros(9), None, None, 1.1).held == ()
+
+
+def test_a_trajectory_received_before_the_first_state_is_followed_from_it():
+    """Holding the first state is not a set-point: the trajectory waiting for its start goes on."""
+    loop = posture_loop(target=None)
+    trajectories = TaskTrajectories(robot('panda'), trajectory_tasks(loop.controller.entries))
+    goal = READY.copy()
+    goal[:7] += 0.1
+    names = list(robot('panda').joint_names)
+    points = TrajectoryPoints(names, 1.0, [0.0, 1.0], [READY, goal], [[]] * 2, [[]] * 2)
+    trajectories.receive('posture', points, now_s=0.9)
+    for now_s in (0.95, 2.5):
+        trajectories.apply(now_s)
+        outcome = loop.tick(READY, np.zeros(9), None, None, now_s)
+    npt.assert_allclose(outcome.torque, computed_torque(READY, np.zeros(9), goal), atol=1e-9)
 
 
 def test_a_failing_controller_sends_the_safe_command_and_counts_why():

@@ -372,9 +372,14 @@ class Task(ABC):
         self.target_count += 1
 
     def set_target_from_state(self, state: RobotState) -> np.ndarray:
-        """Hold the task where the robot is now (pink's `set_target_from_configuration`)."""
+        """Hold the task where the robot is now (pink's `set_target_from_configuration`).
+
+        Not a set-point: :attr:`target_count` is unchanged, so a trajectory received before
+        the first state goes on from it.
+        """
         target = self.target_from_state(state)
-        self.assign_target(target)
+        self.set_target(target)
+        self.target_pending = False
         return target
 
     def target_from_message(self, robot: 'RobotModel', message: object) -> np.ndarray:
