@@ -89,7 +89,7 @@ def test_a_failing_controller_sends_the_safe_command_and_counts_why():
 
     loop.controller.compute = fail
     outcome = loop.tick(READY, np.zeros(9), None, None, 1.0)
-    assert 'positive definite' in outcome.error
+    assert 'positive definite' in outcome.error and outcome.trace == ''
     npt.assert_allclose(outcome.torque, loop.state.gravity, atol=1e-12)
     assert loop.statistics.compute_errors == 1 and loop.statistics.result is None
 
@@ -104,6 +104,7 @@ def test_a_bug_in_the_controller_costs_one_safe_tick_not_the_loop():
     loop.controller.compute = bug
     outcome = loop.tick(READY, np.zeros(9), None, None, 1.0)
     assert outcome.error == 'internal error: ValueError: need at least one array to concatenate'
+    assert 'Traceback' in outcome.trace and 'in bug' in outcome.trace
     npt.assert_allclose(outcome.torque, loop.state.gravity, atol=1e-12)
     loop.controller.compute = compute
     assert loop.tick(READY, np.zeros(9), None, None, 1.002).error == ''

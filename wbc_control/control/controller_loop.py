@@ -19,6 +19,7 @@ braked and pulled back at once (blending the torque would have weakened the leve
 
 from collections.abc import Sequence
 import time
+import traceback
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -49,6 +50,7 @@ class TickOutcome(NamedTuple):
     error: str = ''  # why the safe command went out instead of the task torque
     held: tuple[tuple[str, np.ndarray], ...] = ()  # tasks that took the measured target
     resumed: bool = False  # the first tick after a stale period
+    trace: str = ''  # the traceback of an unexpected exception (a bug), else empty
 
 
 class ControllerLoop:
@@ -103,7 +105,7 @@ class ControllerLoop:
         self._watchdog.feed(now_s, time.monotonic() if wall_s is None else wall_s)
         if resumed:
             self.soft_start.restart()
-        robot, result, held, error = self.controller.robot, None, (), ''
+        robot, result, held, error, trace = self.controller.robot, None, (), '', ''
         try:
             robot.configuration(positions, base_pose, out=self._q)
             robot.velocity(velocities, base_twist, out=self._v)
@@ -122,7 +124,7 @@ class ControllerLoop:
             error, kind = f'controller failed: {failure}', 'compute_error'
         except Exception as failure:  # noqa: BLE001  (a bug must cost one safe tick, not the node)
             error = f'internal error: {type(failure).__name__}: {failure}'
-            kind = 'compute_error'
+            kind, trace = 'compute_error', traceback.format_exc()
         if error:
             self.statistics.fail(kind, error)
             result, torque = None, self.safe_torque()
@@ -135,7 +137,7 @@ class ControllerLoop:
             rate_limited = command.rate_limited | result.rate_limited
         seconds = time.perf_counter() - started
         self.statistics.tick(result, saturated, rate_limited, seconds)
-        return TickOutcome(torque, error, held, resumed)
+        return TickOutcome(torque, error, held, resumed, trace)
 
     def _hold_pending_targets(self):
         for entry in self.controller.entries:

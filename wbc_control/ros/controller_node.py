@@ -77,6 +77,7 @@ class ControllerNode(Node):
         )
         self._decoder, self._odom_decoder, self._pairing = build_inputs(robot, settings)
         self._command = Float64MultiArray()
+        self._traced: set[str] = set()  # internal errors whose traceback was logged
         self._planned: LiveUpdate | None = None
         self._create_interfaces()
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -228,6 +229,9 @@ class ControllerNode(Node):
             )
         if outcome.error:
             logger.error(outcome.error, throttle_duration_sec=LOG_THROTTLE_S)
+        if outcome.trace and outcome.error not in self._traced:
+            self._traced.add(outcome.error)  # a bug's traceback once, not per tick
+            logger.error(f'{outcome.error}: please report this traceback\n{outcome.trace}')
 
     def _publish(self, torque: np.ndarray, now: Time) -> None:
         self._publisher.publish(
