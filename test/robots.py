@@ -6,11 +6,18 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 import pytest
+import yaml
 
+from wbc_control.config import build_entries, parse_tasks
+from wbc_control.config.settings import parse_contacts, parse_controller_settings
+from wbc_control.control.controller_loop import build_loop
+from wbc_control.control.prioritized_controller import PrioritizedController
 from wbc_control.exceptions import ModelError
 from wbc_control.model.example_robots import NOT_FOUND, example_robot_urdf
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def example_urdf(name: str) -> tuple[Path, bool]:
@@ -76,3 +83,21 @@ MIXED_JOINTS_URDF = """<?xml version="1.0"?>
   </joint>
 </robot>
 """
+
+
+def shipped_parameters(config: str) -> dict:
+    """The `ros__parameters` of config/<config>.yaml."""
+    (section,) = yaml.safe_load((REPO / 'config' / f'{config}.yaml').read_text()).values()
+    return section['ros__parameters']
+
+
+def shipped_controller(name: str) -> PrioritizedController:
+    """The controller config/<name>_controller.yaml builds for example robot `name`."""
+    model = robot(name)
+    parameters = shipped_parameters(f'{name}_controller')
+    settings = parse_controller_settings(model, parameters)
+    specs = parse_tasks(model, parameters['task_names'], parameters['tasks'])
+    contacts = parse_contacts(
+        model, parameters.get('contacts', []), parameters.get('contact_types', [])
+    )
+    return build_loop(model, settings, build_entries(model, specs), contacts, 1.0).controller

@@ -9,8 +9,9 @@ lost directions everywhere it is not exact, the exact singularity included.
 import numpy as np
 import pinocchio as pin
 import pytest
-from robots import robot
+from robots import robot, shipped_controller, shipped_parameters
 
+from wbc_control.control.contacts import contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import FramePoseTask, FramePositionTask, JointPostureTask
@@ -142,3 +143,31 @@ def test_structural_rank_loss_is_not_reported_as_singular():
     ]
     level = unlimited(panda, [TaskEntry('a', twice), TaskEntry('b', again)]).compute(state)
     assert (level.levels[0].generic_rank, level.levels[0].damped_directions) == (3, 0)
+
+
+@pytest.mark.parametrize('name', ['solo12', 'talos'])
+def test_contact_rows_are_not_counted_as_a_levels_directions(name):
+    """Below rigid contacts A, level k has rank [A; J₀…Jₖ] − rank [A; J₀…Jₖ₋₁] directions.
+
+    Counting A's rank into the first level made it report A's 12 rows as lost directions
+    (a permanent 'singular' warning on a standing legged robot). Standing poses of the shipped
+    simulator configs, moved a little: no joint near a limit, no singularity.
+    """
+    controller = shipped_controller(name)
+    standing = pin.neutral(controller.robot.model)
+    standing[7:] = shipped_parameters(f'{name}_sim')['initial_positions']
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        state = RobotState(controller.robot)
+        moved = standing.copy()
+        moved[7:] += rng.uniform(-0.05, 0.05, controller.robot.nv - 6)
+        state.update(moved, 0.1 * rng.standard_normal(controller.robot.nv))
+        result = controller.compute(state)
+        stack = [contact_jacobian(state, controller.contacts)[0]]
+        expected = []
+        for level in controller.stacks.current.levels:
+            before = np.linalg.matrix_rank(np.vstack(stack))
+            stack.append(level.stack([e.task.compute(state) for e in level.entries])[0])
+            expected.append(np.linalg.matrix_rank(np.vstack(stack)) - before)
+        reports = [(r.generic_rank, r.rank, r.damped_directions) for r in result.levels]
+        assert reports == [(rank, rank, 0) for rank in expected]

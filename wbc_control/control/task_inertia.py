@@ -226,6 +226,8 @@ def _empty(size: int) -> TaskInertia:
 def generic_level_ranks(jacobians: Sequence[np.ndarray], higher: np.ndarray | None = None):
     """Structural rank of each level: rank [A; J₀; …; Jₖ] − rank [A; J₀; …; Jₖ₋₁].
 
+    The contact rows A take their own rank first: it is not counted in the levels'.
+
     Evaluated at one configuration, this is the generic rank when that configuration is not
     singular, which holds almost surely for a random one; callers take the largest over a few.
     Rows are normalised before the SVD so that units do not matter.
@@ -235,11 +237,10 @@ def generic_level_ranks(jacobians: Sequence[np.ndarray], higher: np.ndarray | No
         higher: rows every level sits below (the contact Jacobian A), `(c, nv)`, or None.
 
     Returns:
-        The cumulative ranks, one per level, `(levels,)`.
+        The cumulative ranks above rank A, one per level, `(levels,)`.
     """
-    stacked = [] if higher is None else [higher]
-    ranks = []
-    for jacobian in jacobians:
+    stacked, ranks = [], []
+    for jacobian in ([] if higher is None else [higher]) + list(jacobians):
         stacked.append(jacobian)
         rows = np.vstack(stacked)
         norms = np.linalg.norm(rows, axis=1)
@@ -247,7 +248,8 @@ def generic_level_ranks(jacobians: Sequence[np.ndarray], higher: np.ndarray | No
         singular = np.linalg.svd(rows, compute_uv=False) if rows.size else np.zeros(0)
         largest = singular[0] if singular.size else 0.0
         ranks.append(int((singular > GENERIC_RANK_TOLERANCE * largest).sum()))
-    return np.array(ranks)
+    ranks = np.array(ranks)
+    return ranks if higher is None else ranks[1:] - ranks[0]
 
 
 def sampled_generic_ranks(
