@@ -32,8 +32,7 @@ from std_msgs.msg import Float64MultiArray
 from wbc_control.demo.legged import LeggedScenario, lead_target
 from wbc_control.demo.legged_report import LeggedRecord, summarize_legged, write_legged_report
 from wbc_control.demo.main import (
-    START_TIMEOUT_S,
-    ManagedProcess,
+    spin_until,
     start_node,
     wait_for_simulator,
 )
@@ -203,6 +202,10 @@ class LeggedMonitor(Node):
         self._held = message  # the newest: the watchdog's commands before the first tick go
         self.pass_commands()
 
+    def started(self) -> bool:
+        """Whether a state was recorded."""
+        return bool(self.record.times)
+
     def pass_commands(self) -> None:
         """One command per handled state goes on to the simulator (module docstring)."""
         if not self._controller_listening:
@@ -254,7 +257,14 @@ def run_legged(scenario: LeggedScenario, arguments: argparse.Namespace) -> int:
             controller = {**model, **scenario.controller, 'use_sim_time': True}
             remap = ['-r', f'effort_controller/commands:={COMMAND_RELAY}']
             processes.append(start_node('wbc_controller', controller, output, remap))
-            completed = _spin(monitor, processes, duration)
+            completed = spin_until(
+                monitor,
+                processes,
+                duration,
+                lambda: _status(monitor),
+                monitor.pass_commands,
+                STALL_TIMEOUT_S,
+            )
     except (KeyboardInterrupt, ExternalShutdownException):
         completed = False
     finally:
@@ -270,26 +280,6 @@ def run_legged(scenario: LeggedScenario, arguments: argparse.Namespace) -> int:
     return 0 if completed else 1
 
 
-def _spin(monitor: LeggedMonitor, processes: list[ManagedProcess], duration: float) -> bool:
-    """Spin until `duration` sim seconds; False if a node died or the loop stalled."""
-    last_print = -1.0
-    monitor.last_state_wall = time.monotonic()
-    while monitor.sim_time < duration - 1e-9:
-        rclpy.spin_once(monitor, timeout_sec=0.05)
-        monitor.pass_commands()
-        dead = [p for p in processes if p.process.poll() is not None]
-        limit = STALL_TIMEOUT_S if monitor.record.times else START_TIMEOUT_S
-        if dead or time.monotonic() - monitor.last_state_wall > limit:
-            culprit = dead[0] if dead else processes[0]
-            reason = f'{culprit.name} exited' if dead else f'no state for {limit:.0f} s'
-            print(f'\nwbc_demo: {reason}; last output of {culprit.name}:\n{culprit.tail()}')
-            return False
-        if monitor.sim_time - last_print >= 0.5:
-            last_print = monitor.sim_time
-            contacts = ', '.join(monitor.scenario.contacts_at(monitor.sim_time))
-            print(
-                f'\r  t = {monitor.sim_time:5.2f} / {duration:.1f} s   contacts {contacts:60s}',
-                end='',
-                flush=True,
-            )
-    return True
+def _status(monitor: LeggedMonitor) -> str:
+    contacts = ', '.join(monitor.scenario.contacts_at(monitor.sim_time))
+    return f'contacts {contacts:60s}'

@@ -6,7 +6,7 @@ limits, κ₂(M) and its scaled-diagonal-ratio estimate) and summary.txt / summa
 """
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 import os
 from pathlib import Path
@@ -171,6 +171,10 @@ class DemoMonitor(Node):
         self.state.update(self._configurations[index], np.zeros(self.robot.nv))
         return np.array(self.state.frame_placement(self.frame_id).translation)
 
+    def started(self) -> bool:
+        """Whether a state was recorded."""
+        return bool(self.record.time)
+
     def tracking_error(self, index: int) -> float:
         """Distance (m) from the tracked frame to the target at recorded sample `index`."""
         target = self.scenario.target(self.record.time[index])
@@ -311,7 +315,9 @@ def run(arguments: argparse.Namespace) -> int:
                     output,
                 ),
             ]
-            completed = _spin(monitor, processes, arguments.duration)
+            completed = spin_until(
+                monitor, processes, arguments.duration, lambda: _status(monitor)
+            )
     except (KeyboardInterrupt, ExternalShutdownException):
         completed = False
     finally:
@@ -339,31 +345,44 @@ def wait_for_simulator(monitor: Node, sim: ManagedProcess) -> bool:
     return True
 
 
-def _spin(monitor: DemoMonitor, processes: list[ManagedProcess], duration: float) -> bool:
-    """Spin until `duration` sim seconds; False if a node died or the loop stalled."""
+def spin_until(
+    monitor: Node,
+    processes: list[ManagedProcess],
+    duration: float,
+    status: Callable[[], str],
+    after_spin: Callable[[], None] | None = None,
+    stall_timeout: float = STALL_TIMEOUT_S,
+) -> bool:
+    """Spin `monitor` until `duration` sim seconds; False if a node died or the loop stalled.
+
+    `monitor` has `sim_time`, `last_state_wall` and `started()` (a state recorded); `status`
+    is the progress line printed every 0.5 sim s, `after_spin` runs after every spin.
+    `stall_timeout` (wall s) bounds the wait for the next state once one was recorded.
+    """
     last_print = -1.0
     monitor.last_state_wall = time.monotonic()
-    while monitor.sim_time < duration:
+    while monitor.sim_time < duration - 1e-9:
         rclpy.spin_once(monitor, timeout_sec=0.05)
+        if after_spin is not None:
+            after_spin()
         dead = [p for p in processes if p.process.poll() is not None]
-        limit = STALL_TIMEOUT_S if monitor.record.time else START_TIMEOUT_S
-        stalled = time.monotonic() - monitor.last_state_wall > limit
-        if dead or stalled:
+        limit = stall_timeout if monitor.started() else START_TIMEOUT_S
+        if dead or time.monotonic() - monitor.last_state_wall > limit:
             culprit = dead[0] if dead else processes[0]
-            reason = f'{culprit.name} exited' if dead else f'no joint_states for {limit:.0f} s'
+            reason = f'{culprit.name} exited' if dead else f'no state for {limit:.0f} s'
             print(f'\nwbc_demo: {reason}; last output of {culprit.name}:\n{culprit.tail()}')
             return False
         if monitor.sim_time - last_print >= 0.5:
             last_print = monitor.sim_time
-            error = monitor.tracking_error(-1) if monitor.record.time else 0.0
-            kappa = monitor.record.kappa[-1] if monitor.record.kappa else float('nan')
-            print(
-                f'\r  t = {monitor.sim_time:5.2f} / {duration:.1f} s   '
-                f'tracking error {error * 1e3:7.2f} mm   κ(M) {kappa:9.1f}',
-                end='',
-                flush=True,
-            )
+            print(f'\r  t = {monitor.sim_time:5.2f} / {duration:.1f} s   {status()}', end='')
+            sys.stdout.flush()
     return True
+
+
+def _status(monitor: DemoMonitor) -> str:
+    error = monitor.tracking_error(-1) if monitor.record.time else 0.0
+    kappa = monitor.record.kappa[-1] if monitor.record.kappa else float('nan')
+    return f'tracking error {error * 1e3:7.2f} mm   κ(M) {kappa:9.1f}'
 
 
 def main(argv: Sequence[str] | None = None) -> None:
