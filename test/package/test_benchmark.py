@@ -74,6 +74,8 @@ def check_tick_figures(figures: dict, ticks: int = TICKS) -> None:
     calls = figures['calls_per_tick']
     assert calls['python'] >= 1.0 and calls['c'] > 0.0  # the tick itself is a Python call
     assert calls['total'] == pytest.approx(calls['python'] + calls['c'])
+    assert sum(calls['by_module'].values()) == pytest.approx(calls['total'])
+    assert 'wbc_control/control/prioritized_controller.py' in calls['by_module']
 
 
 def test_call_count_is_a_figure_noise_cannot_move():

@@ -127,6 +127,27 @@ def _tick_table(ticks: dict) -> list[str]:
             f'{tick["max"]:9.1f} {floor["median"]:10.1f} {row["ratio"]:6.1f} '
             f'{row["ratio_cpu"]:9.1f} {row["calls_per_tick"]["total"]:6.0f}'
         )
+    return [*lines, '', *_calls_table(ticks)]
+
+
+def _calls_table(ticks: dict) -> list[str]:
+    """Calls per tick by the module making them, one column per scenario."""
+    names = list(ticks)
+    modules: list[str] = []
+    for row in ticks.values():
+        modules += [m for m in row['calls_per_tick'].get('by_module', {}) if m not in modules]
+    if not modules:
+        return []
+    header = ''.join(f'{name:>10s}' for name in names)
+    lines = [
+        'Calls per tick by the module making them (sys.setprofile)',
+        f'  {"module":46s}{header}',
+    ]
+    for module in modules:
+        counts = [
+            ticks[name]['calls_per_tick'].get('by_module', {}).get(module, 0.0) for name in names
+        ]
+        lines.append(f'  {module:46s}' + ''.join(f'{count:10.1f}' for count in counts))
     return [*lines, '']
 
 

@@ -11,6 +11,7 @@ so that tick / floor does not depend on how loaded the machine is.
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 import gc
+from pathlib import Path
 import sys
 import time
 
@@ -115,7 +116,9 @@ def count_calls(scenario: Scenario, ticks: int = CALL_COUNT_TICKS, seed: int = 1
 
     `python` counts calls of Python functions, `c` calls of C functions (numpy, Pinocchio,
     builtins) made from Python; `total` is their sum, the per-call overhead a tick pays.
-    The tick function itself is one of the Python calls.
+    The tick function itself is one of the Python calls. `by_module` splits `total` by the
+    module that makes the call (`wbc_control/control/task_inertia.py`, ...; calls made from
+    outside the package, e.g. inside numpy's Python wrappers, count for `other`).
     """
     robot = scenario.robot
     state = RobotState(robot)
@@ -124,10 +127,14 @@ def count_calls(scenario: Scenario, ticks: int = CALL_COUNT_TICKS, seed: int = 1
     for sample in samples[: WARMUP_TICKS // 20]:
         tick(sample)
     counts = {'call': 0, 'c_call': 0}
+    callers: dict[str, int] = {}
 
     def profile(frame, event, argument) -> None:
         if event in counts:
             counts[event] += 1
+            caller = frame.f_back if event == 'call' else frame
+            name = caller.f_code.co_filename if caller is not None else ''
+            callers[name] = callers.get(name, 0) + 1
 
     sys.setprofile(profile)
     try:
@@ -136,7 +143,25 @@ def count_calls(scenario: Scenario, ticks: int = CALL_COUNT_TICKS, seed: int = 1
     finally:
         sys.setprofile(None)
     python, c = counts['call'] / ticks, counts['c_call'] / ticks
-    return {'python': python, 'c': c, 'total': python + c, 'ticks': ticks}
+    return {
+        'python': python,
+        'c': c,
+        'total': python + c,
+        'ticks': ticks,
+        'by_module': _by_module(callers, ticks),
+    }
+
+
+def _by_module(callers: dict[str, int], ticks: int) -> dict[str, float]:
+    """Calls per tick by package module (path from `wbc_control/`), largest first."""
+    package = Path(__file__).resolve().parents[1]
+    modules: dict[str, float] = {}
+    for filename, count in callers.items():
+        path = Path(filename).resolve() if filename.startswith('/') else None
+        inside = path is not None and package in path.parents
+        name = str(path.relative_to(package.parent)) if inside else 'other'
+        modules[name] = modules.get(name, 0.0) + count / ticks
+    return dict(sorted(modules.items(), key=lambda item: -item[1]))
 
 
 def measure_ticks(scenario: Scenario, ticks: int = DEFAULT_TICKS, seed: int = 0) -> dict:
