@@ -15,6 +15,7 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 import numpy as np
 import numpy.testing as npt
+from panda_example import core_result, example_parameters
 import pinocchio as pin
 import pytest
 from rcl_interfaces.srv import GetParameters, SetParameters
@@ -25,7 +26,6 @@ from robots import robot
 from ros_support import NodeProcess, RosProbe
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-import yaml
 
 from wbc_control.config import (
     build_entries,
@@ -82,30 +82,6 @@ COMPENSATED = {
 
 
 # Helpers ------------------------------------------------------------------------------------
-
-
-def example_parameters() -> dict:
-    (section,) = yaml.safe_load(CONFIG.read_text()).values()  # keyed /** or by the node name
-    return section['ros__parameters']
-
-
-def core_result(
-    parameters: dict, positions: np.ndarray, velocities: np.ndarray
-) -> ControllerResult:
-    """What the core computes for a parameter set (the node must publish exactly this)."""
-    panda = robot('panda')
-    settings = parse_controller_settings(panda, parameters)
-    specs = parse_tasks(panda, parameters['task_names'], parameters['tasks'])
-    controller = PrioritizedController(
-        panda,
-        build_entries(panda, specs),
-        settings.singular_value_threshold,
-        settings.effort_limits,
-        settings.torque_rate_limits,
-    )
-    state = RobotState(panda)
-    state.update(panda.configuration(positions), panda.velocity(velocities))
-    return controller.compute(state)
 
 
 def near_ready(

@@ -16,6 +16,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, Transform, Twist
 import numpy as np
 import numpy.testing as npt
+from panda_example import core_result
 import pytest
 from rclpy.duration import Duration as RclpyDuration
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -31,10 +32,8 @@ from trajectory_msgs.msg import (
 )
 import yaml
 
-from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
-from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.config import parse_controller_settings
 from wbc_control.model.example_robots import example_robot_urdf
-from wbc_control.model.robot_state import RobotState
 
 READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02])
 JOINTS = list(robot('panda').joint_names)
@@ -192,18 +191,8 @@ def core_command(hand_xyz, posture=READY) -> np.ndarray:
     }
     parameters['tasks']['hand']['target'] = [*hand_xyz, *DOWN]
     parameters['tasks']['posture']['target'] = list(posture)
-    settings = parse_controller_settings(panda, parameters)
-    specs = parse_tasks(panda, parameters['task_names'], parameters['tasks'])
-    controller = PrioritizedController(
-        panda,
-        build_entries(panda, specs),
-        settings.singular_value_threshold,
-        settings.effort_limits,
-        settings.torque_rate_limits,
-    )
-    state = RobotState(panda)
-    state.update(panda.configuration(READY), np.zeros(panda.nv))
-    return controller.compute(state).torque[settings.command_index]
+    command_index = parse_controller_settings(panda, parameters).command_index
+    return core_result(parameters, np.array(READY), np.zeros(9)).torque[command_index]
 
 
 def near(expected: np.ndarray) -> Callable[[np.ndarray], bool]:
