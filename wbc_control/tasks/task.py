@@ -374,8 +374,7 @@ class Task(ABC):
     def set_target_from_state(self, state: RobotState) -> np.ndarray:
         """Hold the task where the robot is now (pink's `set_target_from_configuration`).
 
-        Not a set-point: :attr:`target_count` is unchanged, so a trajectory received before
-        the first state goes on from it.
+        Not a set-point (:attr:`target_count` unchanged): a trajectory received before goes on.
         """
         target = self.target_from_state(state)
         self.set_target(target)
