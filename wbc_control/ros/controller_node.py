@@ -229,7 +229,7 @@ class ControllerNode(Node):
             )
         if outcome.error:
             logger.error(outcome.error, throttle_duration_sec=LOG_THROTTLE_S)
-        if outcome.trace and outcome.error not in self._traced:
+        if outcome.trace and outcome.error not in self._traced and len(self._traced) < 10:
             self._traced.add(outcome.error)  # a bug's traceback once, not per tick
             logger.error(f'{outcome.error}: please report this traceback\n{outcome.trace}')
 
