@@ -131,9 +131,11 @@ class Loop:
                 Odometry, 'odom', self.trajectory.on_odometry, PROBE_DEPTH
             ),
         ]
-        # The probe must hear the first state (stamp 0): the simulator sends it once the
-        # controller is connected, so the controller starts only once both of the probe's
-        # subscriptions are matched with the simulator's publishers (not merely discovered).
+        # The probe should hear the run from its first state (stamp 0): the simulator sends it
+        # once the controller is connected, so the controller starts only once both of the
+        # probe's subscriptions are matched with the simulator's publishers (not merely
+        # discovered). Matched on the probe's side only: the simulator's side is not visible
+        # here, so the tests do not depend on hearing that one state.
         self.sim = NodeProcess('wbc_sim', sim).__enter__()
         matched = self.probe.spin_until(
             lambda: all(s.get_publisher_count() > 0 for s in subscriptions), START_TIMEOUT_S
@@ -237,10 +239,12 @@ def talos_run() -> dict:
 
 def test_talos_stands_for_10_s_with_the_com_over_its_feet(talos_run):
     times = talos_run['times']
-    assert times[0] == 0.0 and times[-1] >= 10.0 - 1e-9
-    # One control period per command: every stamp lies on the period grid and (even if a
-    # probe starved of CPU lost a few states in transit) nearly every grid point was heard.
-    # A simulator that stepped twice per command would cover only half of the grid.
+    assert times[-1] >= 10.0 - 1e-9
+    # One control period per command: every stamp lies on the period grid from 0 and (even if
+    # a probe starved of CPU lost a few states in transit) nearly every grid point was heard.
+    # A simulator that stepped twice per command would cover only half of the grid. The first
+    # state (stamp 0) is one of those that can be lost: the simulator's publisher keeps the
+    # last 10 states, and once the probe missed it (first heard 0.004 s, at load 17).
     steps = times / TALOS_CONTROL_PERIOD_S
     np.testing.assert_allclose(steps, np.round(steps), atol=1e-6)
     heard = np.unique(np.round(steps)).size / (round(steps[-1]) + 1)
