@@ -2,15 +2,19 @@
 
 Method: SNS, saturation in the null space (Flacco, De Luca & Khatib 2012), with its task
 scaling. Each joint has acceleration bounds [aᵢ⁻, aᵢ⁺] (below). The prioritized recursion runs
-with the user tasks as they are (q̈₁) and with every user ẍ* = 0 (q̈₀, which keeps gravity,
-drift and the saturated joints); q̈(s) = q̈₀ + s (q̈₁ − q̈₀) is affine in the scale s of the
-user tasks. If q̈₁ is within the bounds nothing else happens. Otherwise the joint that limits
-s the most is saturated, i.e. fixed at the bound it reaches by a task level above all user
-tasks (rows eᵢᵀ), and the recursion runs again, the tasks now acting in what the saturated
+with the user tasks as they are (q̈₁) and without them (q̈₀: gravity, the contacts' own
+acceleration and the saturated joints alone); q̈(s) = q̈₀ + s (q̈₁ − q̈₀) is affine in the scale s
+of the user tasks. If q̈₁ is within the bounds nothing else happens. Otherwise the joint that
+limits s the most is saturated, i.e. fixed at the bound it reaches by a task level above all
+user tasks (rows eᵢᵀ), and the recursion runs again, the tasks now acting in what the saturated
 joints leave free; this repeats while s < 1, at most once per joint, and the saturated set
-with the largest s is used, scaled by s. Scaling keeps every task's direction when the bounds
-cannot give it all (the joints are never left to run at a bound while the task has no
-authority left), as Flacco et al. argue.
+with the largest s that keeps every joint within its bounds is used, scaled by s. Scaling keeps
+every task's direction when the bounds cannot give it all (the joints are never left to run at
+a bound while the task has no authority left), as Flacco et al. argue.
+
+q̈₀ leaves the user tasks out entirely rather than asking them for ẍ* = 0: with ẍ* = 0 a task
+still asks J q̈ = −J̇v, which near a singularity (a stretched elbow at its velocity limits) needs
+accelerations beyond every joint's bounds, and then no scale of the tasks is within them.
 
 The bounds keep each joint's velocity below a ceiling that falls to zero at a wall `margin`
 inside each URDF limit, and below the URDF velocity limit everywhere (the viability idea of
@@ -27,11 +31,19 @@ A joint that the tasks drive into its limit therefore settles at the wall withou
 already beyond it (an arm that fell while the controller was down) is pulled back inside at
 the wall's rate, and the tasks carry on with the remaining joints.
 
-The same scaling keeps the command within the effort limits: τ(s) is affine in s as well, so
-the controller lowers s until it fits (`task_scale`) instead of letting the limiter clip joint
-by joint, which would distort every level, the joint-limit level included. With a torque rate
-limit the range is the one the next command can reach (the effort limits narrowed to the
-previous command ± rate · dt), so that the braking the level asks for is sent as computed.
+Such bounds hold only if the torque they need is sent (Del Prete 2018, "Joint position and
+velocity bounds in discrete-time acceleration/torque control of robot manipulators": bounds
+that ignore what the actuators can give are not viable). The command is limited to the effort
+limits and, with a torque rate limit, to the previous command ± rate · dt; a limiter that
+clips joint by joint changes, through the coupling in M, every joint's acceleration, those at
+their bounds included (a joint then runs past its velocity limit, and the next tick's bound
+asks for still more). So on a fully actuated fixed base, whose torque τ = M q̈ + h is affine
+in q̈, a q̈ whose torque leaves that range is replaced by the nearest q̈ (least squares, per
+joint acceleration) whose torque is within it, the joints' bounds weighed 10³ times as much as
+the rest (`fit_torque`), a bounded least-squares problem in τ solved by an active set
+(`box_least_squares`, as in Stark & Parker 1995, "Bounded-variable least-squares"). With
+contacts the torque depends on the contact forces too; there the controller lowers s until the
+torque fits (`task_scale`).
 
 Why SNS rather than the activation thresholds of Mansard, Khatib & Kheddar (2009): a joint
 enters the saturated set exactly when its unconstrained acceleration reaches its bound, so the
@@ -59,6 +71,10 @@ DEFAULT_JOINT_LIMIT_GAIN = 400.0
 DEFAULT_JOINT_LIMIT_DECELERATION = 5.0
 #: A bound counts as crossed beyond this (rad/s²): rounding must not flip joints in and out.
 BOUND_TOLERANCE = 1e-9
+#: How much more a joint held at its bound weighs than the others in `JointLimits.fit_torque`.
+HELD_WEIGHT = 1e3
+#: A fitted acceleration this far (rad/s²) past a bound holds the joint at it.
+FIT_TOLERANCE = 1e-6
 
 
 class JointLimitLevel(NamedTuple):
@@ -137,22 +153,22 @@ class JointLimits:
         full: np.ndarray,
         bounds: tuple[np.ndarray, np.ndarray],
         level: JointLimitLevel | None,
-    ) -> tuple[float, JointLimitLevel | None]:
+    ) -> tuple[float | None, JointLimitLevel | None]:
         """One SNS step: the task scale this saturated set allows, and the next set to try.
 
         With the joints of `level` saturated, q̈(s) = q̈₀ + s (q̈₁ − q̈₀) is affine in the scale
-        s of the user tasks' ẍ* (q̈₀: every ẍ* = 0, `unforced`; q̈₁: as they are, `full`).
+        s of the user tasks (q̈₀: without them, `unforced`; q̈₁: as they are, `full`).
         Returns the largest s ∈ [0, 1] that keeps the free joints within their bounds, and
         `level` with the joint that limits s added at the bound it reaches (None when s = 1
         or every joint is saturated). Free joints that even q̈₀ drives out of bounds are
-        added at once, with s = 0.
+        added at once; the scale is then None: no s keeps this set within the bounds.
         """
         lower, upper = bounds
         free = np.ones(len(self.joint_names), dtype=bool) if level is None else ~level.active
         base, change = unforced[self._v], full[self._v] - unforced[self._v]
         outside = free & ((base > upper + BOUND_TOLERANCE) | (base < lower - BOUND_TOLERANCE))
         if outside.any():
-            return 0.0, self._with(level, outside, np.clip(base, lower, upper))
+            return None, self._with(level, outside, np.clip(base, lower, upper))
         with np.errstate(divide='ignore', invalid='ignore'):
             room = np.where(change > 0.0, upper - base, lower - base) / change
         room = np.where(free & (np.abs(change) > BOUND_TOLERANCE), room, np.inf)
@@ -164,6 +180,63 @@ class JointLimits:
         chosen[critical] = True
         bound = upper if change[critical] > 0.0 else lower
         return scale, self._with(level, chosen, bound)
+
+    def saturate(self, bounds, recursion, unforced, full):
+        """SNS with task scaling (module docstring).
+
+        Args:
+            bounds: (a⁻, a⁺) of `bounds`.
+            recursion: level ↦ (q̈₁, level reports) with the joints of `level` saturated.
+            unforced: level ↦ q̈₀ with the joints of `level` saturated.
+            full: recursion(None), already computed.
+
+        Returns the saturated joints, q̈₀, q̈₁, the level reports and the scale: of the sets
+        that keep every joint within its bounds, the one with the largest scale; the last set
+        tried, at scale 0, if none does.
+        """
+        level, best = None, None
+        acceleration, reports = full
+        for _ in range(len(self.joint_names) + 1):
+            base = unforced(level)
+            scale, following = self.plan(base, acceleration, bounds, level)
+            tried = (level, base, acceleration, reports, 0.0 if scale is None else scale)
+            if scale is not None and (best is None or scale > best[-1]):
+                best = tried
+            if following is None or (scale is not None and scale >= 1.0):
+                break
+            level = following
+            acceleration, reports = recursion(level)
+        return best or tried
+
+    def fit_torque(
+        self,
+        state: RobotState,
+        acceleration: np.ndarray,
+        level: JointLimitLevel | None,
+        torque_range: tuple[np.ndarray, np.ndarray],
+    ) -> np.ndarray:
+        """The q̈ `(nv,)` nearest `acceleration` whose torque M q̈ + h lies in `torque_range`.
+
+        A fully actuated fixed base only (nv = n_act). Nearest in the joints' accelerations,
+        the saturated joints of `level` and any joint the fit would drive out of its bounds
+        weighed `HELD_WEIGHT` times as much, those at their bound (module docstring).
+        """
+        inverse, bias = state.inverse_mass_matrix, state.nonlinear_effects
+        lower, upper = self.bounds(state)
+        target = acceleration.copy()
+        held = np.zeros(len(target), dtype=bool) if level is None else level.active.copy()
+        for _ in range(len(target)):
+            weights = np.where(held, HELD_WEIGHT, 1.0)
+            torque = box_least_squares(
+                weights[:, None] * inverse, weights * (target + inverse.dot(bias)), *torque_range
+            )
+            fitted = inverse.dot(torque - bias)
+            outside = ~held & ((fitted > upper + FIT_TOLERANCE) | (fitted < lower - FIT_TOLERANCE))
+            if not outside.any():
+                break
+            held |= outside
+            target[outside] = np.clip(fitted, lower, upper)[outside]
+        return fitted
 
     def _with(
         self, level: JointLimitLevel | None, added: np.ndarray, values: np.ndarray
@@ -207,3 +280,47 @@ def task_scale(
         room = np.where(change > 0.0, limits - unforced, lower - unforced) / change
     room = room[feasible & (change != 0.0)]
     return float(np.clip(room.min(), 0.0, 1.0)) if room.size else 1.0
+
+
+def box_least_squares(
+    matrix: np.ndarray, target: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> np.ndarray:
+    """The x minimizing ‖A x − b‖² within lower ≤ x ≤ upper; A `(n, n)` invertible, else `(n,)`.
+
+    An active-set method (Stark & Parker 1995): from the clipped unconstrained solution, solve
+    for the free variables with the others at their bounds; step towards that solution up to
+    the first bound it crosses, which fixes that variable; at a feasible solution release the
+    fixed variable whose gradient points most into the box, until none does (the KKT point).
+    Each step fixes or releases one variable, so a handful of n × n solves.
+    """
+    hessian, gradient_at_zero = matrix.T.dot(matrix), matrix.T.dot(target)
+    size = len(target)
+    tolerance = 1e-12 * max(1.0, float(np.abs(gradient_at_zero).max(initial=0.0)))
+    x = np.clip(np.linalg.solve(hessian, gradient_at_zero), lower, upper)
+    fixed = (x <= lower) | (x >= upper)
+    for _ in range(4 * size + 4):
+        free = ~fixed
+        rhs = gradient_at_zero[free] - hessian[np.ix_(free, fixed)].dot(x[fixed])
+        solution = np.linalg.solve(hessian[np.ix_(free, free)], rhs)
+        step = solution - x[free]
+        with np.errstate(divide='ignore', invalid='ignore'):
+            room = np.where(step > 0.0, upper[free] - x[free], lower[free] - x[free]) / step
+        room = np.where(step != 0.0, room, np.inf)
+        if room.size and room.min() < 1.0:  # a bound crossed: stop there and fix it
+            first = int(np.argmin(room))
+            x[free] += max(float(room[first]), 0.0) * step
+            np.clip(x, lower, upper, out=x)
+            blocked = np.flatnonzero(free)[first]
+            x[blocked] = upper[blocked] if step[first] > 0.0 else lower[blocked]  # exactly
+            fixed[blocked] = True
+            continue
+        x[free] = solution
+        gradient = hessian.dot(x) - gradient_at_zero
+        # A variable at its lower bound may leave it if the cost falls upwards, and so on.
+        leaving = fixed & (
+            ((x <= lower) & (gradient < -tolerance)) | ((x >= upper) & (gradient > tolerance))
+        )
+        if not leaving.any():
+            return x
+        fixed[int(np.argmax(np.where(leaving, np.abs(gradient), -1.0)))] = False
+    return x

@@ -152,6 +152,8 @@ class PrioritizedController:
         self._zero_acceleration.flags.writeable = False
         self._actuated = as_slice(robot.indices.v)
         self.joint_limits = joint_limits
+        # A fully actuated fixed base: τ = M q̈ + h, which JointLimits.fit_torque needs.
+        self._torque_affine = not robot.floating_base and robot.n_actuated == robot.nv
         # Per tick: a soft start's α scaling every ẍ*, the command's range (None: ± limits).
         self.task_ramp, self.torque_bounds = 1.0, None
         self._use(self.stacks.current, {})
@@ -245,20 +247,24 @@ class PrioritizedController:
         recursion = partial(self._recursion, inverse_inertia, start, level_terms)
         acceleration, level_reports = recursion(None)
         if self.joint_limits is not None:
-            unforced = partial(self._unforced, inverse_inertia, start, level_terms)
+            unforced = partial(self._unforced, inverse_inertia, start)
             bounds, base = self.joint_limits.bounds(state), None
             if not self.joint_limits.within(acceleration, bounds):
-                limit_level, base, acceleration, level_reports, scale = self._saturate(
-                    bounds, recursion, unforced, acceleration, level_reports
+                limit_level, base, acceleration, level_reports, scale = self.joint_limits.saturate(
+                    bounds, recursion, unforced, (acceleration, level_reports)
                 )
             scaled = acceleration if base is None else base + scale * (acceleration - base)
             lower, upper = self.torque_bounds or self.limiter.bounds
             if not fits(self._torque(state, scaled, constraint)[0], lower, upper):
-                base = unforced(limit_level) if base is None else base
-                full_torque = self._torque(state, acceleration, constraint)[0]
-                base_torque = self._torque(state, base, constraint)[0]
-                scale = min(scale, task_scale(base_torque, full_torque, upper, lower))
-                scaled = base + scale * (acceleration - base)
+                if constraint is None and self._torque_affine:  # τ = M q̈ + h: fit it
+                    limits = self.joint_limits
+                    scaled = limits.fit_torque(state, scaled, limit_level, (lower, upper))
+                else:
+                    base = unforced(limit_level) if base is None else base
+                    full_torque = self._torque(state, acceleration, constraint)[0]
+                    base_torque = self._torque(state, base, constraint)[0]
+                    scale = min(scale, task_scale(base_torque, full_torque, upper, lower))
+                    scaled = base + scale * (acceleration - base)
             acceleration = scaled
         torque, forces = self._torque(state, acceleration, constraint)
         contact_reports, residual = (), 0.0
@@ -284,27 +290,9 @@ class PrioritizedController:
             scale,
         )
 
-    def _saturate(self, bounds, recursion, unforced, acceleration, level_reports):
-        """SNS with task scaling (`wbc_control.control.joint_limits`).
-
-        Returns the saturated joints, q̈₀ and q̈₁ for them, the level reports and the scale.
-        """
-        level, best = None, None
-        for _ in range(len(self.robot.joint_names) + 1):
-            base = unforced(level)
-            scale, following = self.joint_limits.plan(base, acceleration, bounds, level)
-            if best is None or scale > best[-1]:
-                best = (level, base, acceleration, level_reports, scale)
-            if scale >= 1.0 or following is None:
-                break
-            level = following
-            acceleration, level_reports = recursion(level)
-        return best
-
-    def _unforced(self, inverse_inertia, start, level_terms, limit_level) -> np.ndarray:
-        """q̈₀: the recursion with every user task's ẍ* = 0 (target −J̇v), `(nv,)`."""
-        terms = [(terms, jacobian, drift, -drift) for terms, jacobian, drift, _ in level_terms]
-        return self._recursion(inverse_inertia, start, terms, limit_level)[0]
+    def _unforced(self, inverse_inertia, start, limit_level) -> np.ndarray:
+        """q̈₀: the recursion without the user tasks (the saturated joints alone), `(nv,)`."""
+        return self._recursion(inverse_inertia, start, [], limit_level)[0]
 
     def _torque(self, state: RobotState, acceleration: np.ndarray, constraint):
         """τ = S (M q̈ + h − Aᵀf) `(n_act,)`, and the contact forces (None without contacts)."""
