@@ -55,6 +55,7 @@ active rows. SNS costs one more recursion per saturated joint, and nothing while
 near a limit.
 """
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -181,7 +182,13 @@ class JointLimits:
         bound = upper if change[critical] > 0.0 else lower
         return scale, self._with(level, chosen, bound)
 
-    def saturate(self, bounds, recursion, unforced, full):
+    def saturate(
+        self,
+        bounds: tuple[np.ndarray, np.ndarray],
+        recursion: Callable[[JointLimitLevel | None], tuple[np.ndarray, object]],
+        unforced: Callable[[JointLimitLevel | None], np.ndarray],
+        full: tuple[np.ndarray, object],
+    ) -> tuple[JointLimitLevel | None, np.ndarray, np.ndarray, object, float]:
         """SNS with task scaling (module docstring).
 
         Args:
