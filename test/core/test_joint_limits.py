@@ -202,6 +202,8 @@ def test_a_plan_beyond_the_torque_range_is_fitted_to_it():
     result = ctrl.compute(state)
     torque = result.torque_unlimited
     assert (torque >= lower - 1e-9).all() and (torque <= upper + 1e-9).all()
+    held = (torque <= lower + 1e-9) | (torque >= upper - 1e-9)
+    assert held.any() and (result.rate_limited == held).all()  # reported as limited
     np.testing.assert_allclose(
         torque, state.mass_matrix.dot(result.acceleration) + state.nonlinear_effects
     )

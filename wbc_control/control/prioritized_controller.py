@@ -94,6 +94,8 @@ __all__ = [
 
 DEFAULT_SINGULAR_VALUE_THRESHOLD = 1e-3
 DEFAULT_FRICTION_COEFFICIENT = 0.7
+#: A fitted torque this close (N m) to the edge of its range counts as held there.
+FIT_EDGE = 1e-9
 
 
 class PrioritizedController:
@@ -226,6 +228,8 @@ class PrioritizedController:
         torque, saturated, rate_limited = limited
         # Field by field (a `_replace` costs two more calls): result[4:-1] are the fields
         # between the limiter's and the transition report, the last one.
+        saturated |= result[2]  # the joints the controller itself held at the torque range
+        rate_limited |= result[3]
         return ControllerResult(
             torque, result[1], saturated, rate_limited, *result[4:-1], switching.report
         )
@@ -241,7 +245,7 @@ class PrioritizedController:
         for level in self.levels:
             terms = [entry.task.compute(state) for entry in level.entries]
             level_terms.append((terms, *level.stack(terms)))
-        limit_level, scale, ramp = None, 1.0, self.task_ramp
+        limit_level, scale, ramp, fitted = None, 1.0, self.task_ramp, None
         if self.joint_limits is not None and ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
             level_terms = [(t, j, d, ramp * x - (1.0 - ramp) * d) for t, j, d, x in level_terms]
         recursion = partial(self._recursion, inverse_inertia, start, level_terms)
@@ -257,8 +261,8 @@ class PrioritizedController:
             lower, upper = self.torque_bounds or self.limiter.bounds
             if not fits(self._torque(state, scaled, constraint)[0], lower, upper):
                 if constraint is None and self._torque_affine:  # τ = M q̈ + h: fit it
-                    limits = self.joint_limits
-                    scaled = limits.fit_torque(state, scaled, limit_level, (lower, upper))
+                    limits, fitted = self.joint_limits, (lower, upper)
+                    scaled = limits.fit_torque(state, scaled, limit_level, fitted)
                 else:
                     base = unforced(limit_level) if base is None else base
                     full_torque = self._torque(state, acceleration, constraint)[0]
@@ -274,12 +278,16 @@ class PrioritizedController:
             residual = forces.base_residual
         # J q̈ + J̇v now: the stacked Jacobians and drifts are buffers the next tick overwrites.
         achieved = [jacobian.dot(acceleration) + drift for _, jacobian, drift, _ in level_terms]
-        unlimited = np.zeros(torque.shape, dtype=bool)
+        saturated = rate_limited = np.zeros(torque.shape, dtype=bool)
+        if fitted is not None:  # joints the fit holds at the range: reported as limited
+            at_range = (torque <= fitted[0] + FIT_EDGE) | (torque >= fitted[1] - FIT_EDGE)
+            saturated = at_range & (np.abs(torque) >= self.limiter.effort_limits - FIT_EDGE)
+            rate_limited = at_range & ~saturated
         return ControllerResult(
             torque,
             torque,
-            unlimited,
-            unlimited,
+            saturated,
+            rate_limited,
             acceleration,
             LazyReports(task_reports, self.levels, level_terms, achieved),
             level_reports,
