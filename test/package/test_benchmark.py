@@ -6,6 +6,9 @@ known cost at that cost.
 
 import json
 import math
+from pathlib import Path
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -31,6 +34,8 @@ from wbc_control.benchmark.tick import (
     random_samples,
 )
 from wbc_control.model.robot_state import RobotState
+
+REPO = Path(__file__).resolve().parents[2]
 
 TICKS = 200
 TICK_KEYS = {
@@ -315,3 +320,19 @@ def test_the_ticks_reported_are_the_ticks_run():
     assert figures['calls_per_tick']['ticks'] == CALL_COUNT_TICKS
     expected_calls = WARMUP_TICKS + 37 + WARMUP_TICKS // 20 + CALL_COUNT_TICKS
     assert controller.calls == expected_calls
+
+
+def test_the_tick_profile_splits_all_the_time_by_module():
+    """tools/profile_tick.py: shares sum to 1, the recursion and the task inertia among them."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / 'tools' / 'profile_tick.py'), '--ticks', '50'],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    rows = [line.split() for line in done.stdout.splitlines()[1:]]
+    shares = {row[0]: [float(cell.rstrip('%')) for cell in row[1:]] for row in rows}
+    assert {'control/task_inertia.py', 'control/prioritized_controller.py'} <= set(shares)
+    for column in range(2):
+        assert sum(values[column] for values in shares.values()) == pytest.approx(100.0, abs=10)
