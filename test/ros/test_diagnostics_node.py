@@ -539,6 +539,32 @@ def publish_clock(sidecar: Sidecar, clock, t_s: float) -> None:
         )
 
 
+def open_clock_path(sidecar: Sidecar, clock, before_s: float) -> None:
+    """Step /clock by 0.1 s up to `before_s` until a status of the node comes back.
+
+    A status published before the node's /diagnostics publisher has matched the probe's
+    subscription is lost, and on a stopped simulated clock its timer makes no other one: the
+    probe's side of the match (or the ROS graph) does not show the node's. A status heard
+    proves the whole path /clock -> node -> /diagnostics -> probe.
+    """
+    start = len(sidecar.arrays)
+    t_s, deadline = before_s - 50.0, time.monotonic() + WAIT_S
+
+    def heard() -> bool:
+        arrays = sidecar.arrays[start:]
+        return any(s.name == sidecar.status_name for a in arrays for s in a.status)
+
+    while not sidecar.probe.spin_until(heard, 0.2):
+        assert t_s < before_s - 0.5 and time.monotonic() < deadline, (
+            f'no status of {sidecar.node_name} on /diagnostics within {WAIT_S} s while /clock '
+            f'stepped to {t_s:.1f} s'
+        )
+        t_s += 0.1
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = int(t_s), int(round((t_s - int(t_s)) * 1e9))
+        clock.publish(msg)
+
+
 def test_four_link_chain_scaled_ratio_tracks_kappa_on_sim_time(probe):
     urdf = serial_chain_urdf(4)
     robot = RobotModel.from_urdf_string(urdf)
@@ -552,6 +578,7 @@ def test_four_link_chain_scaled_ratio_tracks_kappa_on_sim_time(probe):
     clock = probe.publisher(Clock, '/clock')
     times = [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
     with Sidecar(probe, robot, parameters, 'diag_chain', '/chain/joint_states') as sidecar:
+        open_clock_path(sidecar, clock, 100.0)
         kappas, scaled = [], []
         for t_s, q in zip(times, four_link_swing(robot, times), strict=True):
             publish_clock(sidecar, clock, 100.0 + t_s)
