@@ -2,6 +2,7 @@
 
 import atexit
 from collections.abc import Callable
+import faulthandler
 import gc
 import os
 from pathlib import Path
@@ -219,12 +220,16 @@ class _StopSignals:
         A normal shutdown takes well under 1 s. Later signals are ignored (above), so a hang in
         the shutdown (seen once in a loaded launch test on Jazzy, cause not yet found) would
         otherwise last until SIGKILL; a daemon thread ends the process after
-        :data:`STOP_DEADLINE_S` instead, saying so.
+        :data:`STOP_DEADLINE_S` instead, saying so. That thread needs the GIL: should a call
+        hold it through the deadline (an idle wbc_diagnostics once took 10 s to exit, blocked,
+        and the timer never ran), faulthandler's own thread, which needs no GIL, prints every
+        thread's stack 0.5 s later and ends the process with exit code 1.
         """
         if self._deadline is None:
             self._deadline = threading.Timer(STOP_DEADLINE_S, _force_exit)
             self._deadline.daemon = True
             self._deadline.start()
+            faulthandler.dump_traceback_later(STOP_DEADLINE_S + 0.5, exit=True)
 
 
 def _shut_down(node: Node | None) -> None:
