@@ -1,16 +1,20 @@
-"""Joint position limits as the highest task level, by saturation in the null space.
+"""Joint position limits as task levels, by saturation in the null space.
 
-Method: SNS, saturation in the null space (Flacco, De Luca & Khatib 2012), with its task
-scaling. Each joint has acceleration bounds [aᵢ⁻, aᵢ⁺] (below). The prioritized recursion runs
-with the user tasks as they are (q̈₁) and without them (q̈₀: gravity, the contacts' own
-acceleration and the saturated joints alone); q̈(s) = q̈₀ + s (q̈₁ − q̈₀) is affine in the scale s
-of the user tasks. If q̈₁ is within the bounds nothing else happens. Otherwise the joint that
-limits s the most is saturated, i.e. fixed at the bound it reaches by a task level above all
-user tasks (rows eᵢᵀ), and the recursion runs again, the tasks now acting in what the saturated
-joints leave free; this repeats while s < 1, at most once per joint, and the saturated set
-with the largest s that keeps every joint within its bounds is used, scaled by s. Scaling keeps
-every task's direction when the bounds cannot give it all (the joints are never left to run at
-a bound while the task has no authority left), as Flacco et al. argue.
+Method: the multi-task SNS, saturation in the null space (Flacco, De Luca & Khatib 2012,
+"Prioritized multi-task motion control of redundant robots under hard joint constraints"),
+with a task scale per priority level. Each joint has acceleration bounds [aᵢ⁻, aᵢ⁺] (below). If
+the prioritized recursion's q̈ is within them nothing else happens. Otherwise the levels are
+taken in turn, highest first, those above fixed with their saturated joints and scales: with
+level k left out (q̈₀, for k = 0 gravity and the contacts' own acceleration alone) and in full
+(q̈₁), q̈(sₖ) = q̈₀ + sₖ (q̈₁ − q̈₀) is affine in its scale sₖ. The joint that limits sₖ the most is
+saturated, i.e. fixed at the bound it reaches by rows eᵢᵀ placed just above level k, within
+what the levels above leave free, and level k runs again in what the saturated joints leave;
+this repeats while sₖ < 1, at most once per joint, and the saturated set with the largest sₖ
+that keeps every joint within its bounds is used, level k scaled by sₖ. Its null space still
+goes to the levels below, which may be scaled to 0; a level above is never scaled or deprived
+of a joint for a level below. Scaling keeps every task's direction when the bounds cannot give
+it all (the joints are never left to run at a bound while the task has no authority left), as
+Flacco et al. argue. The reported scale is the smallest sₖ.
 
 q̈₀ leaves the user tasks out entirely rather than asking them for ẍ* = 0: with ẍ* = 0 a task
 still asks J q̈ = −J̇v, which near a singularity (a stretched elbow at its velocity limits) needs
@@ -60,6 +64,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from wbc_control.control.bounded_least_squares import box_least_squares
+from wbc_control.control.task_inertia import projected_terms, regularized_task_inertia
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -76,6 +82,8 @@ BOUND_TOLERANCE = 1e-9
 HELD_WEIGHT = 1e3
 #: A fitted acceleration this far (rad/s²) past a bound holds the joint at it.
 FIT_TOLERANCE = 1e-6
+#: A level's saturated set counts only if no joint ends further (rad/s²) past its bounds.
+LEVEL_TOLERANCE = 1e-6
 
 
 class JointLimitLevel(NamedTuple):
@@ -139,13 +147,18 @@ class JointLimits:
         braking = np.sqrt(2.0 * self.deceleration * np.abs(distance))
         return np.minimum(ceiling, np.where(distance > 0.0, braking, np.inf))
 
-    def within(self, acceleration: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]) -> bool:
+    def within(
+        self,
+        acceleration: np.ndarray,
+        bounds: tuple[np.ndarray, np.ndarray],
+        tolerance: float = BOUND_TOLERANCE,
+    ) -> bool:
         """Whether q̈ `(nv,)` keeps every joint within its bounds (then SNS has nothing to do)."""
         joint_acceleration = acceleration[self._v]
         lower, upper = bounds
         return bool(
-            (joint_acceleration <= upper + BOUND_TOLERANCE).all()
-            and (joint_acceleration >= lower - BOUND_TOLERANCE).all()
+            (joint_acceleration <= upper + tolerance).all()
+            and (joint_acceleration >= lower - tolerance).all()
         )
 
     def plan(
@@ -154,6 +167,7 @@ class JointLimits:
         full: np.ndarray,
         bounds: tuple[np.ndarray, np.ndarray],
         level: JointLimitLevel | None,
+        held: JointLimitLevel | None = None,
     ) -> tuple[float | None, JointLimitLevel | None]:
         """One SNS step: the task scale this saturated set allows, and the next set to try.
 
@@ -162,10 +176,14 @@ class JointLimits:
         Returns the largest s ∈ [0, 1] that keeps the free joints within their bounds, and
         `level` with the joint that limits s added at the bound it reaches (None when s = 1
         or every joint is saturated). Free joints that even q̈₀ drives out of bounds are
-        added at once; the scale is then None: no s keeps this set within the bounds.
+        added at once; the scale is then None: no s keeps this set within the bounds. Joints
+        `held` by higher levels are not free either.
         """
         lower, upper = bounds
-        free = np.ones(len(self.joint_names), dtype=bool) if level is None else ~level.active
+        free = np.ones(len(self.joint_names), dtype=bool)
+        for taken in (level, held):
+            if taken is not None:
+                free &= ~taken.active
         base, change = unforced[self._v], full[self._v] - unforced[self._v]
         outside = free & ((base > upper + BOUND_TOLERANCE) | (base < lower - BOUND_TOLERANCE))
         if outside.any():
@@ -189,7 +207,7 @@ class JointLimits:
         unforced: Callable[[JointLimitLevel | None], np.ndarray],
         full: tuple[np.ndarray, object],
     ) -> tuple[JointLimitLevel | None, np.ndarray, np.ndarray, object, float]:
-        """SNS with task scaling (module docstring).
+        """SNS with one scale for all tasks: the stack without task levels (q̈₀ alone).
 
         Args:
             bounds: (a⁻, a⁺) of `bounds`.
@@ -214,6 +232,56 @@ class JointLimits:
             level = following
             acceleration, reports = recursion(level)
         return best or tried
+
+    def saturate_levels(
+        self,
+        bounds: tuple[np.ndarray, np.ndarray],
+        run: Callable[[list[tuple[JointLimitLevel | None, float]]], tuple[np.ndarray, object]],
+        count: int,
+    ) -> list[tuple[JointLimitLevel | None, float]]:
+        """Multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2): a scale per level.
+
+        Level k, highest first, with the saturated sets and scales of the levels above fixed:
+        q̈ₖ(s) = q̈ₖ₋₁ + s Δₖ is affine in its own scale, so `plan` finds the set, saturated
+        within what the levels above leave free, with the largest sₖ. A level scaled below 1
+        still leaves its null space to the levels below; they may be scaled to 0.
+
+        Args:
+            bounds: (a⁻, a⁺) of `bounds`.
+            run: limits ↦ (q̈ after the first len(limits) levels, reports), limits[k] = (the
+                joints saturated just above level k, sₖ).
+            count: the number of levels.
+        """
+        limits: list[tuple[JointLimitLevel | None, float]] = []
+        for _ in range(count):
+            held, level, best = self.combined(limits)[0], None, None
+            for _ in range(len(self.joint_names) + 1):
+                base, full = run([*limits, (level, 0.0)])[0], run([*limits, (level, 1.0)])[0]
+                scale, following = self.plan(base, full, bounds, level, held)
+                tried = (level, 0.0 if scale is None else scale)
+                if scale is not None and (best is None or scale > best[1]):
+                    # Rows held in what the levels above leave may not all be reachable there.
+                    if self.within(base + scale * (full - base), bounds, LEVEL_TOLERANCE):
+                        best = tried
+                if following is None or (scale is not None and scale >= 1.0):
+                    break
+                level = following
+            # Below level 0, leaving level k out keeps the bounds the levels above kept.
+            limits.append(best or ((None, 0.0) if limits else tried))
+        return limits
+
+    def combined(
+        self, limits: list[tuple[JointLimitLevel | None, float]]
+    ) -> tuple[JointLimitLevel | None, float]:
+        """All the joints saturated at any level, and the smallest level scale."""
+        scale = min((level_scale for _, level_scale in limits), default=1.0)
+        levels = [level for level, _ in limits if level is not None]
+        if not levels:
+            return None, scale
+        target, active = np.zeros(len(self.joint_names)), np.zeros(len(self.joint_names), bool)
+        for level in levels:
+            target[level.active], active = level.target, active | level.active
+        return JointLimitLevel(self._rows[active], target[active], active), scale
 
     def fit_torque(
         self,
@@ -264,6 +332,28 @@ class JointLimits:
         return tuple(name for name, on in zip(self.joint_names, level.active) if on)
 
 
+def hold(
+    inverse_inertia: Callable[[np.ndarray], np.ndarray],
+    acceleration: np.ndarray,
+    null_space: np.ndarray | None,
+    saturated: JointLimitLevel,
+    threshold: float,
+) -> np.ndarray:
+    """q̈ `(nv,)` moved, in place, to hold the `saturated` joints within N (None: N = I).
+
+    The saturated rows are a task level of their own (Khatib 1987's J̄ for Jp = E N);
+    returns J̄ Jp, what they take from the null space below them.
+    """
+    rows = saturated.jacobian
+    projected, inverse_inertia_jt, mobility = projected_terms(rows, null_space, inverse_inertia)
+    phi, ones = projected.dot(inverse_inertia_jt), np.ones(rows.shape[0])
+    consistent_inverse = inverse_inertia_jt.dot(
+        regularized_task_inertia(phi, ones, threshold, mobility).inertia
+    )
+    acceleration += consistent_inverse.dot(saturated.target - rows.dot(acceleration))
+    return consistent_inverse.dot(projected)
+
+
 def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:
     """Whether lower ≤ τ ≤ upper on every joint (all `(n,)`)."""
     return bool((torque <= upper).all() and (torque >= lower).all())
@@ -287,47 +377,3 @@ def task_scale(
         room = np.where(change > 0.0, limits - unforced, lower - unforced) / change
     room = room[feasible & (change != 0.0)]
     return float(np.clip(room.min(), 0.0, 1.0)) if room.size else 1.0
-
-
-def box_least_squares(
-    matrix: np.ndarray, target: np.ndarray, lower: np.ndarray, upper: np.ndarray
-) -> np.ndarray:
-    """The x minimizing ‖A x − b‖² within lower ≤ x ≤ upper; A `(n, n)` invertible, else `(n,)`.
-
-    An active-set method (Stark & Parker 1995): from the clipped unconstrained solution, solve
-    for the free variables with the others at their bounds; step towards that solution up to
-    the first bound it crosses, which fixes that variable; at a feasible solution release the
-    fixed variable whose gradient points most into the box, until none does (the KKT point).
-    Each step fixes or releases one variable, so a handful of n × n solves.
-    """
-    hessian, gradient_at_zero = matrix.T.dot(matrix), matrix.T.dot(target)
-    size = len(target)
-    tolerance = 1e-12 * max(1.0, float(np.abs(gradient_at_zero).max(initial=0.0)))
-    x = np.clip(np.linalg.solve(hessian, gradient_at_zero), lower, upper)
-    fixed = (x <= lower) | (x >= upper)
-    for _ in range(4 * size + 4):
-        free = ~fixed
-        rhs = gradient_at_zero[free] - hessian[np.ix_(free, fixed)].dot(x[fixed])
-        solution = np.linalg.solve(hessian[np.ix_(free, free)], rhs)
-        step = solution - x[free]
-        with np.errstate(divide='ignore', invalid='ignore'):
-            room = np.where(step > 0.0, upper[free] - x[free], lower[free] - x[free]) / step
-        room = np.where(step != 0.0, room, np.inf)
-        if room.size and room.min() < 1.0:  # a bound crossed: stop there and fix it
-            first = int(np.argmin(room))
-            x[free] += max(float(room[first]), 0.0) * step
-            np.clip(x, lower, upper, out=x)
-            blocked = np.flatnonzero(free)[first]
-            x[blocked] = upper[blocked] if step[first] > 0.0 else lower[blocked]  # exactly
-            fixed[blocked] = True
-            continue
-        x[free] = solution
-        gradient = hessian.dot(x) - gradient_at_zero
-        # A variable at its lower bound may leave it if the cost falls upwards, and so on.
-        leaving = fixed & (
-            ((x <= lower) & (gradient < -tolerance)) | ((x >= upper) & (gradient > tolerance))
-        )
-        if not leaving.any():
-            return x
-        fixed[int(np.argmax(np.where(leaving, np.abs(gradient), -1.0)))] = False
-    return x

@@ -67,7 +67,7 @@ from wbc_control.control.controller_types import (
     validate_threshold,
     validate_weight,
 )
-from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, fits, task_scale
+from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, fits, hold, task_scale
 from wbc_control.control.task_activation import (
     Stack,
     Stacks,
@@ -253,7 +253,13 @@ class PrioritizedController:
         if self.joint_limits is not None:
             unforced = partial(self._unforced, inverse_inertia, start)
             bounds, base = self.joint_limits.bounds(state), None
-            if not self.joint_limits.within(acceleration, bounds):
+            inside = self.joint_limits.within(acceleration, bounds)
+            if not inside and level_terms:  # saturated and scaled level by level
+                run = partial(recursion, None)
+                limits = self.joint_limits.saturate_levels(bounds, run, len(level_terms))
+                acceleration, level_reports = recursion(None, limits)
+                limit_level, scale = self.joint_limits.combined(limits)
+            elif not inside:  # no tasks: q̈₀ alone
                 limit_level, base, acceleration, level_reports, scale = self.joint_limits.saturate(
                     bounds, recursion, unforced, (acceleration, level_reports)
                 )
@@ -319,42 +325,42 @@ class PrioritizedController:
         start: np.ndarray,
         level_terms: list,
         limit_level: JointLimitLevel | None,
+        limits: Sequence[tuple[JointLimitLevel | None, float]] = (),
     ) -> tuple[np.ndarray, LazyReports]:
         """q̈ `(nv,)` from the priority recursion of the module docstring, and each level's health.
 
-        `limit_level`, the joints saturated at their limits, goes above every user level.
+        `limit_level`, joints saturated at their limits, goes above every user level; `limits[k]`
+        = (joints saturated just above level k, its scale), only levels it covers are solved.
         """
-        acceleration = start.copy()
+        acceleration, threshold = start.copy(), self.singular_value_threshold
         # N = I above the first level: Jp = J needs no product, and the last level's N is unused.
         null_space = None
         if limit_level is not None:
-            rows = limit_level.jacobian
-            inverse_inertia_jt = inverse_inertia(rows.T)  # (nv, k)
-            inertia = regularized_task_inertia(
-                rows.dot(inverse_inertia_jt), np.ones(rows.shape[0]), self.singular_value_threshold
-            )
-            consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)
-            acceleration += consistent_inverse.dot(limit_level.target - rows.dot(acceleration))
-            if self.levels:
-                null_space = self._reduce_null_space(None, consistent_inverse.dot(rows))
+            used = hold(inverse_inertia, acceleration, None, limit_level, threshold)
+            null_space = self._reduce_null_space(None, used)
         last = len(self.levels) - 1
         inertias = [None] * len(self.levels)
         for index, (sqrt_weights, (_, jacobian, _, target)) in enumerate(
-            zip(self._sqrt_weights, level_terms)
+            zip(self._sqrt_weights, level_terms[: len(limits)] if limits else level_terms)
         ):
+            saturated, scale = limits[index] if index < len(limits) else (None, 1.0)
+            if saturated is not None:
+                used = hold(inverse_inertia, acceleration, null_space, saturated, threshold)
+                null_space = self._reduce_null_space(null_space, used)
             projected, inverse_inertia_jt, mobility = projected_terms(
                 jacobian, null_space, inverse_inertia
             )
             inertia = regularized_task_inertia(
                 projected.dot(inverse_inertia_jt),
                 sqrt_weights,
-                self.singular_value_threshold,
+                threshold,
                 mobility,
                 projected,
                 index < last,
             )
             consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
-            acceleration += consistent_inverse.dot(target - jacobian.dot(acceleration))
+            correction = consistent_inverse.dot(target - jacobian.dot(acceleration))
+            acceleration += correction if scale == 1.0 else scale * correction
             if index < last:
                 blocking = inertia.blocking  # M⁻¹Jpᵀ Λ_N is J̄ unless Λ_N was damped apart
                 if blocking is not inertia.inertia:
