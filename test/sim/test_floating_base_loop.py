@@ -119,6 +119,11 @@ class Loop:
             **model,
             'use_sim_time': True,
             'diagnostics_rate': 0.0,
+            # In lock-step the simulator waits for the controller, so a wall-clock stall of a
+            # loaded machine is no stale robot; the watchdog's wall-clock bound under sim time,
+            # max(joint_state_timeout, 1 s), would otherwise step it with the safe command
+            # (seen: Solo12 base 6.25 mm, Talos hand 31 mm off after 1-6 such steps at load 15-30).
+            'joint_state_timeout': 10.0,
             **controller_overrides,
         }
         self.probe = RosProbe(f'{name}_loop_probe')
@@ -175,8 +180,8 @@ class Loop:
         """The controller's switches to the safe command after its first state, as it logged them.
 
         In lock-step the simulator takes a safe command as a command and steps with it: a loop
-        stalled for the controller's wall-clock limit (1 s under use_sim_time) on a loaded
-        machine gets a zero-torque step and a new soft start. A failure shows them.
+        stalled for the controller's wall-clock limit (10 s here) on a loaded machine would get a
+        zero-torque step and a new soft start. A failure shows them.
         """
         lines = self.controller.output().splitlines()
         switches = [line for line in lines if line.endswith('safe command') and ' for ' in line]
