@@ -119,6 +119,25 @@ def test_lockstep_one_command_advances_one_control_period(
     np.testing.assert_allclose(advanced.effort, gravity_torque(panda, states[0]))
 
 
+def test_lockstep_ignores_a_command_before_its_first_state(probe: RosProbe) -> None:
+    """A command before the first state answers nothing (a starting controller's safe command).
+
+    The command publisher connects first; without a joint_states subscriber the simulator has
+    not started, so the command must not step it: the first state heard has stamp 0.
+    """
+    with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
+        publisher = command_publisher(probe)
+        publisher.publish(Float64MultiArray(data=[5.0] * 9))
+        # Handled once it says so (a simulator that stepped instead says nothing: go on).
+        probe.spin_until(lambda: 'before the first state' in sim.output(), WAIT_S)
+        states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
+        assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
+        output = sim.output()
+    assert stamp_s(states[0]) == 0.0, f'stepped by the early command:\n{output}'
+    assert not any(states[0].effort)
+    assert 'a command before the first state is ignored' in output
+
+
 def test_gravity_compensation_holds_panda_in_lockstep(probe: RosProbe, panda: RobotModel) -> None:
     states = probe.subscribe(JointState, 'joint_states')
     with NodeProcess('wbc_sim', lockstep_parameters()) as sim:

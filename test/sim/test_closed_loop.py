@@ -42,8 +42,7 @@ class PandaLoop:
                 'command_joints': ARM,
             },
         )
-        # Sim time: the controller's stale-input watchdog must follow the lock-stepped clock,
-        # or a slow machine would see wall-clock timeouts and zero-torque commands.
+        # Sim time: the controller's stale-input watchdog must follow the lock-stepped clock.
         controller = {
             'urdf_path': urdf,
             'command_joints': ARM,
@@ -52,6 +51,10 @@ class PandaLoop:
             # The arm starts at rest where the tasks hold it: tracking is measured from the
             # first tick, not through a soft start's blend with the holding torque.
             'soft_start_time': 0.0,
+            # The watchdog also runs on the wall clock (max(timeout, 1 s) under sim time): in a
+            # loop stalled that long on a loaded machine its safe commands, republished every
+            # 50 ms, would each step the lock-stepped arm with zero torque.
+            'joint_state_timeout': 10.0,
         }
         controller['tasks'] = tasks
         self.controller = NodeProcess('wbc_controller', controller)

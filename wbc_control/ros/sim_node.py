@@ -10,10 +10,10 @@ applies `effort_controller/commands` as joint torques and publishes `joint_state
   are zero;
 - `lockstep`: every accepted command advances exactly `control_period` s (a whole number of
   physics steps), then one state is published. The first state goes out as soon as a
-  controller is connected (a subscriber on joint_states and a publisher on the commands); the
-  current state is re-sent unchanged (same stamp) when no command came for
-  `lockstep_resend_period` s of wall time, so a state or command lost in transit never stalls
-  the loop.
+  controller is connected (a subscriber on joint_states and a publisher on the commands), and
+  a command before it answers nothing and is ignored; the current state is re-sent unchanged
+  (same stamp) when no command came for `lockstep_resend_period` s of wall time, so a state or
+  command lost in transit never stalls the loop.
 
 The MuJoCo model is built by :mod:`wbc_control.sim.urdf_to_mujoco` and run by
 :mod:`wbc_control.sim.simulation`; commands and pacing are :mod:`wbc_control.sim.command_input`.
@@ -157,6 +157,13 @@ class SimNode(Node):
             return
         self._warn_beyond_effort_limits(torque)
         if self.settings.lockstep:
+            if not self._first_state_sent:
+                # It answers no state (e.g. a controller's safe command while it starts).
+                self.get_logger().info(
+                    'lockstep: a command before the first state is ignored',
+                    throttle_duration_sec=1.0,
+                )
+                return
             self._last_command_wall_s = time.monotonic()
             self.sim.apply_torque(torque)
             self.sim.step(self.settings.control_steps)
