@@ -47,6 +47,8 @@ TARGET_PERIOD_S = 0.01
 #: Spacing of a trajectory's points (s) and the QoS of its topic.
 TRAJECTORY_STEP_S = 0.02
 TRAJECTORY_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+#: Copies of the trajectory sent, TRAJECTORY_RESEND_S of sim time apart (see below).
+TRAJECTORY_COPIES, TRAJECTORY_RESEND_S = 5, 0.1
 
 
 @dataclass
@@ -111,6 +113,8 @@ class DemoMonitor(Node):
         #: Sim time (s) up to which a trajectory reaches; when it was sent (None: not yet).
         self.trajectory_end_s = 11.0
         self.trajectory_sent_s: float | None = None
+        self._trajectory_message: MultiDOFJointTrajectory | None = None
+        self._copies = 0
         self._joints: tuple[float, np.ndarray] | None = None  # (stamp, positions)
         self._base: tuple[float, np.ndarray] | None = None  # (stamp, pose xyz + xyzw)
         # Configurations are only stored here; forward kinematics runs after the run (and for
@@ -195,8 +199,15 @@ class DemoMonitor(Node):
 
         Points every TRAJECTORY_STEP_S from now (stamped with the sim time) to
         `trajectory_end_s`, with velocities and accelerations: quintic Hermite interpolation.
+        The same message goes again every TRAJECTORY_RESEND_S for TRAJECTORY_COPIES copies:
+        a publisher can see the subscription matched before the subscriber has matched it,
+        and a volatile first message is then lost (the hand stood still in 1 run of about 20);
+        an identical copy replaces the trajectory by itself.
         """
-        if self.trajectory_sent_s is not None or self._trajectory.get_subscription_count() == 0:
+        if self.trajectory_sent_s is not None:
+            self._resend_trajectory()
+            return
+        if self._trajectory.get_subscription_count() == 0:
             return
         if self.sim_time <= 0.0:
             # A zero stamp means "start on receipt", which would shift the whole motion by the
@@ -211,7 +222,14 @@ class DemoMonitor(Node):
             message.points.append(trajectory_point(offset, *self.scenario.motion(start + offset)))
         message.header.stamp = _time_message(start)
         self._trajectory.publish(message)
-        self.trajectory_sent_s = start
+        self.trajectory_sent_s, self._trajectory_message, self._copies = start, message, 1
+
+    def _resend_trajectory(self) -> None:
+        if self._copies >= TRAJECTORY_COPIES:
+            return
+        if self.sim_time >= self.trajectory_sent_s + self._copies * TRAJECTORY_RESEND_S:
+            self._trajectory.publish(self._trajectory_message)
+            self._copies += 1
 
     def _publish_target(self) -> None:
         message = PointStamped()
