@@ -15,23 +15,20 @@ import subprocess
 import sys
 import time
 
-from builtin_interfaces.msg import Duration
-from builtin_interfaces.msg import Time as TimeMessage
-from geometry_msgs.msg import PointStamped, Transform, Twist
+from geometry_msgs.msg import PointStamped
 from nav_msgs.msg import Odometry
 import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
-from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
 import yaml
 
 from wbc_control.demo.report import DemoRecord, summarize, write_report
 from wbc_control.demo.scenarios import LEGGED_SCENARIOS, SCENARIOS, Scenario
+from wbc_control.demo.trajectory_sender import TrajectorySender
 from wbc_control.exceptions import WbcError
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
@@ -44,11 +41,6 @@ STALL_TIMEOUT_S = 20.0
 START_TIMEOUT_S = 120.0
 QUEUE_DEPTH = 100
 TARGET_PERIOD_S = 0.01
-#: Spacing of a trajectory's points (s) and the QoS of its topic.
-TRAJECTORY_STEP_S = 0.02
-TRAJECTORY_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-#: Copies of the trajectory sent, TRAJECTORY_RESEND_S of sim time apart (see below).
-TRAJECTORY_COPIES, TRAJECTORY_RESEND_S = 5, 0.1
 
 
 @dataclass
@@ -103,18 +95,11 @@ class DemoMonitor(Node):
         self.sim_time = 0.0
         self.last_state_wall = time.monotonic()
         self._next_target = 0.0
-        topic = f'/wbc_controller/{scenario.tracked_task}'
         if scenario.motion is None:
-            self._target = self.create_publisher(PointStamped, f'{topic}/target', 10)
+            topic = f'/wbc_controller/{scenario.tracked_task}/target'
+            self._target = self.create_publisher(PointStamped, topic, 10)
         else:
-            self._trajectory = self.create_publisher(
-                MultiDOFJointTrajectory, f'{topic}/trajectory', TRAJECTORY_QOS
-            )
-        #: Sim time (s) up to which a trajectory reaches; when it was sent (None: not yet).
-        self.trajectory_end_s = 11.0
-        self.trajectory_sent_s: float | None = None
-        self._trajectory_message: MultiDOFJointTrajectory | None = None
-        self._copies = 0
+            self.trajectory = TrajectorySender(self, scenario.tracked_task, scenario.motion, 11.0)
         self._joints: tuple[float, np.ndarray] | None = None  # (stamp, positions)
         self._base: tuple[float, np.ndarray] | None = None  # (stamp, pose xyz + xyzw)
         # Configurations are only stored here; forward kinematics runs after the run (and for
@@ -128,7 +113,9 @@ class DemoMonitor(Node):
         self.create_subscription(
             Float64MultiArray, 'effort_controller/commands', self._on_command, QUEUE_DEPTH
         )
-        self.create_subscription(Float64, '/wbc_diagnostics/condition_number', self._on_kappa, 10)
+        self._kappa = self.create_subscription(
+            Float64, '/wbc_diagnostics/condition_number', self._on_kappa, 10
+        )
         self.create_subscription(
             Float64, '/wbc_diagnostics/scaled_diagonal_ratio', self._on_estimate, 10
         )
@@ -160,7 +147,7 @@ class DemoMonitor(Node):
         self.sim_time = stamp
         self.last_state_wall = time.monotonic()
         if self.scenario.motion is not None:
-            self._send_trajectory_once()
+            self.trajectory.on_state(self.sim_time)
         elif self.sim_time >= self._next_target:
             self._publish_target()
         self.record.time.append(self.sim_time)
@@ -169,6 +156,10 @@ class DemoMonitor(Node):
     def joint_state_publishers(self) -> int:
         """How many publishers the joint_states subscription has matched."""
         return self._joint_states.get_publisher_count()
+
+    def diagnostics_publishers(self) -> int:
+        """How many publishers the condition-number subscription has matched."""
+        return self._kappa.get_publisher_count()
 
     def tracked_position(self, index: int) -> np.ndarray:
         """The tracked frame's position (world, m) at recorded sample `index`."""
@@ -194,43 +185,6 @@ class DemoMonitor(Node):
         ]
         return self.record
 
-    def _send_trajectory_once(self) -> None:
-        """Send the whole motion as one trajectory once the controller listens.
-
-        Points every TRAJECTORY_STEP_S from now (stamped with the sim time) to
-        `trajectory_end_s`, with velocities and accelerations: quintic Hermite interpolation.
-        The same message goes again every TRAJECTORY_RESEND_S for TRAJECTORY_COPIES copies:
-        a publisher can see the subscription matched before the subscriber has matched it,
-        and a volatile first message is then lost (the hand stood still in 1 run of about 20);
-        an identical copy replaces the trajectory by itself.
-        """
-        if self.trajectory_sent_s is not None:
-            self._resend_trajectory()
-            return
-        if self._trajectory.get_subscription_count() == 0:
-            return
-        if self.sim_time <= 0.0:
-            # A zero stamp means "start on receipt", which would shift the whole motion by the
-            # time the message takes to arrive: wait for the first state stamped after zero.
-            return
-        message = MultiDOFJointTrajectory()
-        message.joint_names = [self.scenario.tracked_task]
-        start = self.sim_time
-        steps = int(np.ceil((self.trajectory_end_s - start) / TRAJECTORY_STEP_S)) + 1
-        for step in range(max(steps, 1)):
-            offset = step * TRAJECTORY_STEP_S
-            message.points.append(trajectory_point(offset, *self.scenario.motion(start + offset)))
-        message.header.stamp = _time_message(start)
-        self._trajectory.publish(message)
-        self.trajectory_sent_s, self._trajectory_message, self._copies = start, message, 1
-
-    def _resend_trajectory(self) -> None:
-        if self._copies >= TRAJECTORY_COPIES:
-            return
-        if self.sim_time >= self.trajectory_sent_s + self._copies * TRAJECTORY_RESEND_S:
-            self._trajectory.publish(self._trajectory_message)
-            self._copies += 1
-
     def _publish_target(self) -> None:
         message = PointStamped()
         message.header.stamp = self.get_clock().now().to_msg()
@@ -252,29 +206,6 @@ class DemoMonitor(Node):
     def _on_estimate(self, message: Float64) -> None:
         self.record.estimate_time.append(self.sim_time)
         self.record.estimate.append(message.data)
-
-
-def trajectory_point(offset_s: float, position, velocity, acceleration):
-    """A MultiDOFJointTrajectoryPoint `offset_s` after the start (identity rotation)."""
-    transform = Transform()
-    transform.translation.x, transform.translation.y, transform.translation.z = (
-        float(v) for v in position
-    )
-    twist, accel = Twist(), Twist()
-    twist.linear.x, twist.linear.y, twist.linear.z = (float(v) for v in velocity)
-    accel.linear.x, accel.linear.y, accel.linear.z = (float(v) for v in acceleration)
-    seconds = int(offset_s)
-    return MultiDOFJointTrajectoryPoint(
-        transforms=[transform],
-        velocities=[twist],
-        accelerations=[accel],
-        time_from_start=Duration(sec=seconds, nanosec=int(round((offset_s - seconds) * 1e9))),
-    )
-
-
-def _time_message(seconds: float) -> TimeMessage:
-    whole = int(seconds)
-    return TimeMessage(sec=whole, nanosec=int(round((seconds - whole) * 1e9)))
 
 
 def _stamp_s(message: JointState | Odometry) -> float:
@@ -311,7 +242,8 @@ def run(arguments: argparse.Namespace) -> int:
     print(f'wbc_demo: {scenario.description}; output in {output}/', flush=True)
     rclpy.init()
     monitor = DemoMonitor(scenario, robot)
-    monitor.trajectory_end_s = arguments.duration + 1.0
+    if scenario.motion is not None:
+        monitor.trajectory.end_s = arguments.duration + 1.0
     processes = [
         start_node('wbc_sim', {**model_parameters, **scenario.sim, 'viewer': viewer}, output)
     ]
@@ -321,18 +253,14 @@ def run(arguments: argparse.Namespace) -> int:
         # target late (a jump the controller would then have to catch up with).
         completed = wait_for_simulator(monitor, processes[0])
         if completed:
-            processes += [
-                start_node(
-                    'wbc_controller',
-                    {**model_parameters, **scenario.controller, 'use_sim_time': True},
-                    output,
-                ),
-                start_node(
-                    'wbc_diagnostics',
-                    {**model_parameters, **scenario.diagnostics, 'use_sim_time': True},
-                    output,
-                ),
-            ]
+            # The diagnostics node goes first: a fast loop can simulate the whole run before a
+            # late node's first κ (CI: no κ at all in a 3 s run on a loaded machine).
+            diagnostics = {**model_parameters, **scenario.diagnostics, 'use_sim_time': True}
+            processes.append(start_node('wbc_diagnostics', diagnostics, output))
+            completed = wait_for_publisher(monitor, monitor.diagnostics_publishers, processes[-1])
+        if completed:
+            controller = {**model_parameters, **scenario.controller, 'use_sim_time': True}
+            processes.append(start_node('wbc_controller', controller, output))
             completed = spin_until(
                 monitor, processes, arguments.duration, lambda: _status(monitor)
             )
@@ -354,11 +282,16 @@ def run(arguments: argparse.Namespace) -> int:
 
 def wait_for_simulator(monitor: Node, sim: ManagedProcess) -> bool:
     """Spin until the monitor's joint_states subscription has matched the simulator."""
+    return wait_for_publisher(monitor, monitor.joint_state_publishers, sim)
+
+
+def wait_for_publisher(monitor: Node, publishers: Callable[[], int], node: ManagedProcess) -> bool:
+    """Spin `monitor` until `publishers()` > 0; False if `node` exits or never comes up."""
     deadline = time.monotonic() + START_TIMEOUT_S
-    while monitor.joint_state_publishers() == 0:
+    while publishers() == 0:
         rclpy.spin_once(monitor, timeout_sec=0.05)
-        if sim.process.poll() is not None or time.monotonic() > deadline:
-            print(f'wbc_demo: wbc_sim did not come up; its last output:\n{sim.tail()}')
+        if node.process.poll() is not None or time.monotonic() > deadline:
+            print(f'wbc_demo: {node.name} did not come up; its last output:\n{node.tail()}')
             return False
     return True
 
