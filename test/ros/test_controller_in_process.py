@@ -1,0 +1,143 @@
+"""`ControllerNode` in process: what DDS cannot provoke (a failing core, saturation, rate limits).
+
+The nodes are built in the test process and never spun; a test calls their callbacks and
+reads what they would publish.
+"""
+
+from controller_support import (
+    COMMON,
+    JOINTS,
+    POSTURE,
+    ZERO,
+    in_process_nodes,
+    joint_state,
+    near_ready,
+    node_status,
+    set_clock,
+    values,
+)
+from diagnostic_msgs.msg import DiagnosticStatus
+import numpy as np
+import numpy.testing as npt
+from panda_example import core_result
+import pinocchio as pin
+import pytest
+from robots import robot
+from ros_support import RosProbe
+
+from wbc_control.exceptions import InvalidValue
+from wbc_control.model.robot_state import RobotState
+
+
+@pytest.fixture(scope='module')
+def probe():
+    probe = RosProbe('controller_in_process_test')
+    yield probe
+    probe.close()
+
+
+@pytest.fixture
+def local(probe):
+    """ControllerNodes built in this process (`in_process_nodes`)."""
+    yield from in_process_nodes()
+
+
+def test_a_non_finite_torque_from_the_core_is_replaced_by_the_safe_command(local):
+    node, published = local({**COMMON, **POSTURE, 'stale_command': 'gravity'})
+    compute = node._loop.controller.compute
+    node._loop.controller.compute = lambda *args: compute(*args)._replace(
+        torque=np.full(9, np.nan)
+    )
+    positions, velocities = near_ready(14)
+    node._on_joint_state(joint_state(JOINTS, positions, velocities))
+    panda = robot('panda')
+    gravity = pin.computeGeneralizedGravity(
+        panda.model, panda.model.createData(), panda.configuration(positions)
+    )
+    npt.assert_allclose(published[-1], gravity, rtol=1e-12)
+    torques = node_status(node, 'torques')
+    assert torques.level == DiagnosticStatus.ERROR
+    assert values(torques)['non_finite_torques'] == '1'
+
+
+def test_a_failing_core_sends_the_safe_command_and_reports_why(local):
+    node, published = local({**COMMON, **POSTURE})
+
+    def fail(*args):
+        raise InvalidValue('the joint-space inertia matrix is not positive definite')
+
+    node._loop.controller.compute = fail
+    node._on_joint_state(joint_state(JOINTS, *near_ready(15)))
+    npt.assert_array_equal(published[-1], ZERO)
+    tasks = node_status(node, 'tasks')
+    assert tasks.level == DiagnosticStatus.ERROR and 'positive definite' in tasks.message
+    assert values(node_status(node, 'torques'))['compute_errors'] == '1'
+
+
+def test_saturation_is_published_at_the_limits_and_reported(local):
+    stiff = {'posture': {**POSTURE['tasks']['posture'], 'kp': 1e4, 'kd': 0.0}}
+    node, published = local({**COMMON, **POSTURE, 'tasks': stiff, 'effort_limits': 5.0})
+    node._on_joint_state(joint_state(JOINTS, *near_ready(16, speed=0.0)))
+    assert np.abs(published[-1]).max() == 5.0
+    torques = node_status(node, 'torques')
+    assert torques.level == DiagnosticStatus.WARN
+    saturated = values(torques)['saturated_joints'].split(',')
+    assert saturated and set(saturated) <= set(JOINTS)
+    assert all(name in torques.message for name in saturated)
+
+
+def test_the_torque_rate_limit_bounds_the_change_between_commands(local):
+    node, published = local({**COMMON, **POSTURE, 'torque_rate_limit': 10.0}, clock_s=100.0)
+    node._on_joint_state(joint_state(JOINTS, *near_ready(17)))
+    set_clock(node, 100.01)
+    node._on_joint_state(joint_state(JOINTS, *near_ready(18)))
+    assert np.abs(published[1] - published[0]).max() == pytest.approx(10.0 * 0.01, rel=1e-9)
+    assert values(node_status(node, 'torques'))['rate_limited_joints']
+
+
+def test_a_task_without_target_holds_the_first_joint_state(local):
+    posture = {k: v for k, v in POSTURE['tasks']['posture'].items() if k != 'target'}
+    node, published = local({**COMMON, **POSTURE, 'tasks': {'posture': posture}})
+    first, _ = near_ready(19)
+    node._on_joint_state(joint_state(JOINTS, first, ZERO))
+    panda = robot('panda')
+    gravity = pin.computeGeneralizedGravity(
+        panda.model, panda.model.createData(), panda.configuration(first)
+    )
+    npt.assert_allclose(published[-1], gravity, atol=1e-9)
+    second, _ = near_ready(20)
+    node._on_joint_state(joint_state(JOINTS, second, ZERO))
+    parameters = {**COMMON, **POSTURE}
+    parameters['tasks'] = {'posture': {**posture, 'target': first}}
+    npt.assert_allclose(published[-1], core_result(parameters, second, ZERO).torque, atol=1e-9)
+
+
+def stretched_panda() -> np.ndarray:
+    """The Panda with its elbow (joint 4) where the hand's 6-D Jacobian is closest to singular."""
+    panda = robot('panda')
+    state, frame = RobotState(panda), panda.frame_id('panda_hand')
+    q = np.array([0.0, 0.0, 0.0, -1.0, 0.0, 1.5, 0.7, 0.02, 0.02])
+
+    def smallest(q4: float) -> float:
+        q[3] = q4
+        state.update(panda.configuration(q), np.zeros(9))
+        singular = np.linalg.svd(state.frame_jacobian(frame), compute_uv=False)
+        return singular[-1] / singular[0]
+
+    grid = np.linspace(-1.0, -0.1, 9001)
+    q[3] = grid[int(np.argmin([smallest(x) for x in grid]))]
+    return q
+
+
+def test_a_stretched_arm_is_reported_singular_naming_the_level_and_lost_directions(local):
+    hand = {'type': 'frame_pose', 'frame': 'panda_hand', 'kp': 100.0}
+    node, published = local({**COMMON, 'task_names': ['hand'], 'tasks': {'hand': hand}})
+    stretched = stretched_panda()
+    node._on_joint_state(joint_state(JOINTS, stretched, ZERO))  # holds the hand there
+    node._loop.controller.task('hand').assign_target([0.6, 0.0, 0.3, 1.0, 0.0, 0.0, 0.0])
+    node._on_joint_state(joint_state(JOINTS, stretched, ZERO))
+    assert np.isfinite(published[-1]).all()
+    tasks = node_status(node, 'tasks')
+    assert tasks.level == DiagnosticStatus.WARN, tasks.message
+    assert 'level 0 (hand) singular' in tasks.message and 'direction(s)' in tasks.message
+    assert int(values(tasks)['level_0.damped_directions']) >= 1
