@@ -28,7 +28,11 @@ import yaml
 
 from wbc_control.demo.report import DemoRecord, summarize, write_report
 from wbc_control.demo.scenarios import LEGGED_SCENARIOS, SCENARIOS, Scenario
-from wbc_control.demo.trajectory_sender import TrajectorySender
+from wbc_control.demo.trajectory_sender import (
+    TRAJECTORY_COPIES,
+    TRAJECTORY_RESEND_S,
+    TrajectorySender,
+)
 from wbc_control.exceptions import WbcError
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
@@ -146,9 +150,7 @@ class DemoMonitor(Node):
         self._joints = None
         self.sim_time = stamp
         self.last_state_wall = time.monotonic()
-        if self.scenario.motion is not None:
-            self.trajectory.on_state(self.sim_time)
-        elif self.sim_time >= self._next_target:
+        if self.scenario.motion is None and self.sim_time >= self._next_target:
             self._publish_target()
         self.record.time.append(self.sim_time)
         self._configurations.append(self.robot.configuration(positions, base_pose))
@@ -244,23 +246,18 @@ def run(arguments: argparse.Namespace) -> int:
     monitor = DemoMonitor(scenario, robot)
     if scenario.motion is not None:
         monitor.trajectory.end_s = arguments.duration + 1.0
-    processes = [
-        start_node('wbc_sim', {**model_parameters, **scenario.sim, 'viewer': viewer}, output)
-    ]
+    sim = {**model_parameters, **scenario.sim, 'viewer': viewer}
+    nodes = {
+        'wbc_diagnostics': {**model_parameters, **scenario.diagnostics, 'use_sim_time': True},
+        'wbc_controller': {**model_parameters, **scenario.controller, 'use_sim_time': True},
+    }
+    processes: list[ManagedProcess] = []
     try:
-        # The lock-stepped loop starts as soon as the controller connects and runs fast: the
-        # monitor must hear the simulator first, or it would miss the start and move the
-        # target late (a jump the controller would then have to catch up with).
-        completed = wait_for_simulator(monitor, processes[0])
+        if scenario.motion is None:
+            completed = start_after_simulator(monitor, sim, nodes, output, processes)
+        else:
+            completed = start_before_simulator(monitor, sim, nodes, output, processes)
         if completed:
-            # The diagnostics node goes first: a fast loop can simulate the whole run before a
-            # late node's first κ (CI: no κ at all in a 3 s run on a loaded machine).
-            diagnostics = {**model_parameters, **scenario.diagnostics, 'use_sim_time': True}
-            processes.append(start_node('wbc_diagnostics', diagnostics, output))
-            completed = wait_for_publisher(monitor, monitor.diagnostics_publishers, processes[-1])
-        if completed:
-            controller = {**model_parameters, **scenario.controller, 'use_sim_time': True}
-            processes.append(start_node('wbc_controller', controller, output))
             completed = spin_until(
                 monitor, processes, arguments.duration, lambda: _status(monitor)
             )
@@ -278,6 +275,63 @@ def run(arguments: argparse.Namespace) -> int:
     print((output / 'summary.txt').read_text(), end='')
     print(f'wbc_demo: wrote {png} and {output / "summary.txt"}')
     return 0 if completed else 1
+
+
+def start_after_simulator(
+    monitor: DemoMonitor,
+    sim: dict,
+    nodes: dict[str, dict],
+    output: Path,
+    processes: list[ManagedProcess],
+) -> bool:
+    """Start wbc_sim, then (once heard) wbc_diagnostics and wbc_controller into `processes`.
+
+    For targets sent state by state: the lock-stepped loop starts as soon as the controller
+    hears the simulator and runs fast, so the monitor must hear the simulator first, or it
+    would miss the start and move the target late. The diagnostics node goes before the
+    controller: a fast loop can simulate a whole run before a late node's first κ (CI: none in
+    a 3 s run on a loaded machine).
+    """
+    processes.append(start_node('wbc_sim', sim, output))
+    if not wait_for_simulator(monitor, processes[0]):
+        return False
+    processes.append(start_node('wbc_diagnostics', nodes['wbc_diagnostics'], output))
+    if not wait_for_publisher(monitor, monitor.diagnostics_publishers, processes[-1]):
+        return False
+    processes.append(start_node('wbc_controller', nodes['wbc_controller'], output))
+    return True
+
+
+def start_before_simulator(
+    monitor: DemoMonitor,
+    sim: dict,
+    nodes: dict[str, dict],
+    output: Path,
+    processes: list[ManagedProcess],
+) -> bool:
+    """Start wbc_diagnostics and wbc_controller, send the trajectory, then start wbc_sim.
+
+    The controller holds a trajectory received before its first state; it is re-sent until the
+    simulator is heard (`TrajectorySender`). The monitor may miss the loop's first states.
+    """
+    for name, parameters in nodes.items():
+        processes.append(start_node(name, parameters, output))
+    sender = monitor.trajectory
+    if not wait_for_publisher(monitor, monitor.diagnostics_publishers, processes[0]):
+        return False
+    if not wait_for_publisher(monitor, sender.listening, processes[1]):
+        return False
+    processes.append(start_node('wbc_sim', sim, output))
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while monitor.joint_state_publishers() == 0 or sender.copies < TRAJECTORY_COPIES:
+        sender.send_due()
+        rclpy.spin_once(monitor, timeout_sec=TRAJECTORY_RESEND_S / 2)
+        dead = [p for p in processes if p.process.poll() is not None]
+        if dead or time.monotonic() > deadline:
+            culprit = dead[0] if dead else processes[-1]
+            print(f'wbc_demo: {culprit.name} did not come up; its last output:\n{culprit.tail()}')
+            return False
+    return True
 
 
 def wait_for_simulator(monitor: Node, sim: ManagedProcess) -> bool:

@@ -1,6 +1,7 @@
 """The demo's circle as one `MultiDOFJointTrajectory`, sent once the controller listens."""
 
 from collections.abc import Callable
+import time
 
 from builtin_interfaces.msg import Duration
 from builtin_interfaces.msg import Time as TimeMessage
@@ -13,22 +14,27 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectory
 #: Spacing of a trajectory's points (s) and the QoS of its topic.
 TRAJECTORY_STEP_S = 0.02
 TRAJECTORY_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-#: Copies of the trajectory sent, TRAJECTORY_RESEND_S of sim time apart (see TrajectorySender).
+#: Least copies of the trajectory sent, and their spacing (wall-clock s): see TrajectorySender.
 TRAJECTORY_COPIES, TRAJECTORY_RESEND_S = 5, 0.1
+#: The trajectory's header stamp: 1 ns, the simulation's start (a zero stamp would mean "start
+#: on receipt").
+START_STAMP_S = 1e-9
 
 #: Position, velocity and acceleration (each 3-vector) of the motion at a sim time (s).
 Motion = Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 class TrajectorySender:
-    """Sends a task's whole motion as one trajectory, then identical copies of it.
+    """Sends a task's whole motion, from sim time 0, as one trajectory before the loop runs.
 
-    Points every TRAJECTORY_STEP_S from the send time (stamped with the sim time) to `end_s`,
-    with velocities and accelerations (the controller interpolates them as quintic Hermite
-    splines). The same message goes again every TRAJECTORY_RESEND_S for TRAJECTORY_COPIES
-    copies: a publisher can see the subscription matched before the subscriber has matched it,
-    and a volatile first message is then lost (the hand stood still in 1 run of about 20);
-    an identical copy replaces the trajectory by itself.
+    Points every TRAJECTORY_STEP_S from 0 to `end_s`, with velocities and accelerations (the
+    controller interpolates them as quintic Hermite splines). A lock-stepped simulator runs as
+    soon as the controller hears it, faster than real time: a trajectory sent once the loop ran
+    arrived up to 2 s of sim time late on a loaded machine (the hand stood still meanwhile).
+    So it goes to the controller before the simulator starts, and again every
+    TRAJECTORY_RESEND_S of wall time until the simulator is heard (TRAJECTORY_COPIES at least):
+    a publisher can see the subscription matched before the subscriber has matched it, and a
+    volatile message is then lost; an identical copy replaces the trajectory by itself.
     """
 
     def __init__(self, node: Node, task: str, motion: Motion, end_s: float) -> None:
@@ -37,35 +43,31 @@ class TrajectorySender:
         )
         self._task, self._motion = task, motion
         self.end_s = end_s
-        #: Sim time (s) the first copy went out (None: not yet).
-        self.sent_s: float | None = None
         self._message: MultiDOFJointTrajectory | None = None
-        self._copies = 0
+        self.copies, self._last_wall = 0, -np.inf
 
-    def on_state(self, sim_time: float) -> None:
-        """Send (or re-send) as due at `sim_time`, the stamp of the latest state."""
-        if self.sent_s is not None:
-            if self._copies < TRAJECTORY_COPIES:
-                if sim_time >= self.sent_s + self._copies * TRAJECTORY_RESEND_S:
-                    self._publisher.publish(self._message)
-                    self._copies += 1
+    def listening(self) -> bool:
+        """Whether the controller's trajectory subscription is matched (on this side)."""
+        return self._publisher.get_subscription_count() > 0
+
+    def send_due(self) -> None:
+        """Send the trajectory if TRAJECTORY_RESEND_S passed since the last copy."""
+        now = time.monotonic()
+        if now - self._last_wall < TRAJECTORY_RESEND_S:
             return
-        # A zero stamp means "start on receipt", which would shift the whole motion by the
-        # time the message takes to arrive: wait for the first state stamped after zero.
-        if self._publisher.get_subscription_count() == 0 or sim_time <= 0.0:
-            return
-        self._message = self._trajectory(sim_time)
+        if self._message is None:
+            self._message = self._trajectory()
         self._publisher.publish(self._message)
-        self.sent_s, self._copies = sim_time, 1
+        self.copies, self._last_wall = self.copies + 1, now
 
-    def _trajectory(self, start: float) -> MultiDOFJointTrajectory:
+    def _trajectory(self) -> MultiDOFJointTrajectory:
         message = MultiDOFJointTrajectory()
         message.joint_names = [self._task]
-        steps = int(np.ceil((self.end_s - start) / TRAJECTORY_STEP_S)) + 1
+        steps = int(np.ceil(self.end_s / TRAJECTORY_STEP_S)) + 1
         for step in range(max(steps, 1)):
             offset = step * TRAJECTORY_STEP_S
-            message.points.append(trajectory_point(offset, *self._motion(start + offset)))
-        message.header.stamp = time_message(start)
+            message.points.append(trajectory_point(offset, *self._motion(offset)))
+        message.header.stamp = time_message(START_STAMP_S)
         return message
 
 
