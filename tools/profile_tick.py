@@ -11,24 +11,13 @@ skews towards the modules that make many small calls. Run with single-threaded B
 
 import argparse
 import cProfile
-from pathlib import Path
 import pstats
 
 import numpy as np
 
 from wbc_control.benchmark.scenarios import panda_scenario, talos_scenario
-from wbc_control.benchmark.tick import random_samples, tick_function
+from wbc_control.benchmark.tick import package_module, random_samples, tick_function
 from wbc_control.model.robot_state import RobotState
-
-PACKAGE = Path(__file__).resolve().parents[1] / 'wbc_control'
-
-
-def module_of(filename: str) -> str:
-    """`control/task_inertia.py` for a file of the package, else 'other'."""
-    path = Path(filename)
-    if filename.startswith('/') and PACKAGE in path.resolve().parents:
-        return str(path.resolve().relative_to(PACKAGE))
-    return 'other'
 
 
 def time_shares(stats: pstats.Stats) -> dict[str, float]:
@@ -36,12 +25,12 @@ def time_shares(stats: pstats.Stats) -> dict[str, float]:
     seconds: dict[str, float] = {}
     for (filename, _, _), (_, _, own, _, callers) in stats.stats.items():
         if filename != '~':  # a Python function: its own module
-            module = module_of(filename)
+            module = package_module(filename)
             seconds[module] = seconds.get(module, 0.0) + own
             continue
         calls = sum(entry[1] for entry in callers.values()) or 1
         for (caller_file, _, _), entry in callers.items():  # split by the callers' calls
-            module = module_of(caller_file)
+            module = package_module(caller_file)
             seconds[module] = seconds.get(module, 0.0) + own * entry[1] / calls
     total = sum(seconds.values()) or 1.0
     return {name: value / total for name, value in sorted(seconds.items(), key=lambda i: -i[1])}

@@ -333,6 +333,9 @@ def test_the_tick_profile_splits_all_the_time_by_module():
     )
     rows = [line.split() for line in done.stdout.splitlines()[1:]]
     shares = {row[0]: [float(cell.rstrip('%')) for cell in row[1:]] for row in rows}
-    assert {'control/task_inertia.py', 'control/prioritized_controller.py'} <= set(shares)
+    assert {
+        'wbc_control/control/task_inertia.py',
+        'wbc_control/control/prioritized_controller.py',
+    } <= set(shares)
     for column in range(2):
         assert sum(values[column] for values in shares.values()) == pytest.approx(100.0, abs=10)

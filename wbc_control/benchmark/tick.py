@@ -29,6 +29,7 @@ INPUT_POOL_SIZE = 256
 JOINT_SPEED_RAD_S = 0.5  # standard deviation of the random joint velocities
 BASE_SPEED = 0.2  # m/s and rad/s, standard deviation of the random base twist
 BASE_POSITION_RANGE_M = 1.0
+_PACKAGE = Path(__file__).resolve().parents[1]  # wbc_control/
 
 
 @dataclass(frozen=True)
@@ -153,15 +154,20 @@ def count_calls(scenario: Scenario, ticks: int = CALL_COUNT_TICKS, seed: int = 1
 
 
 def _by_module(callers: dict[str, int], ticks: int) -> dict[str, float]:
-    """Calls per tick by package module (path from `wbc_control/`), largest first."""
-    package = Path(__file__).resolve().parents[1]
+    """Calls per tick by package module (`package_module`), largest first."""
     modules: dict[str, float] = {}
     for filename, count in callers.items():
-        path = Path(filename).resolve() if filename.startswith('/') else None
-        inside = path is not None and package in path.parents
-        name = str(path.relative_to(package.parent)) if inside else 'other'
+        name = package_module(filename)
         modules[name] = modules.get(name, 0.0) + count / ticks
     return dict(sorted(modules.items(), key=lambda item: -item[1]))
+
+
+def package_module(filename: str) -> str:
+    """`wbc_control/control/task_inertia.py` for a file of this package, else 'other'."""
+    path = Path(filename).resolve() if filename.startswith('/') else None
+    if path is None or _PACKAGE not in path.parents:
+        return 'other'
+    return str(path.relative_to(_PACKAGE.parent))
 
 
 def measure_ticks(scenario: Scenario, ticks: int = DEFAULT_TICKS, seed: int = 0) -> dict:
