@@ -3,10 +3,9 @@
 from pathlib import Path
 
 import numpy as np
-from robots import robot
+from robots import core_controller, robot
 import yaml
 
-from wbc_control.config.settings import parse_controller_settings
 from wbc_control.config.tasks import TaskSpec, build_entries, parse_tasks
 from wbc_control.control.controller_types import ControllerResult
 from wbc_control.control.prioritized_controller import PrioritizedController
@@ -52,16 +51,6 @@ def core_result(
     parameters: dict, positions: np.ndarray, velocities: np.ndarray
 ) -> ControllerResult:
     """What the core computes for a Panda parameter set (the node must publish exactly this)."""
-    robot_model = panda()
-    settings = parse_controller_settings(robot_model, parameters)
-    specs = parse_tasks(robot_model, parameters['task_names'], parameters['tasks'])
-    controller = PrioritizedController(
-        robot_model,
-        build_entries(robot_model, specs),
-        settings.singular_value_threshold,
-        settings.effort_limits,
-        settings.torque_rate_limits,
-    )
-    state = RobotState(robot_model)
-    state.update(robot_model.configuration(positions), robot_model.velocity(velocities))
-    return controller.compute(state)
+    state = RobotState(panda())
+    state.update(panda().configuration(positions), panda().velocity(velocities))
+    return core_controller(panda(), parameters).compute(state)

@@ -93,8 +93,11 @@ def shipped_parameters(config: str) -> dict:
 
 def shipped_controller(name: str) -> PrioritizedController:
     """The controller config/<name>_controller.yaml builds for example robot `name`."""
-    model = robot(name)
-    parameters = shipped_parameters(f'{name}_controller')
+    return core_controller(robot(name), shipped_parameters(f'{name}_controller'))
+
+
+def core_controller(model: RobotModel, parameters: dict) -> PrioritizedController:
+    """The controller `wbc_controller` builds from `parameters` (its loop's, unspun)."""
     settings = parse_controller_settings(model, parameters)
     specs = parse_tasks(model, parameters['task_names'], parameters['tasks'])
     contacts = parse_contacts(

@@ -16,18 +16,12 @@ import numpy as np
 import numpy.testing as npt
 import pytest
 from rclpy.parameter import Parameter
-from robots import robot
+from robots import core_controller, robot
 from ros_support import RosProbe
 from sensor_msgs.msg import JointState
 
-from wbc_control.config import (
-    build_entries,
-    parse_contacts,
-    parse_controller_settings,
-    parse_tasks,
-)
 from wbc_control.control.contacts import holding_torque
-from wbc_control.control.prioritized_controller import ControllerResult, PrioritizedController
+from wbc_control.control.prioritized_controller import ControllerResult
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_state import RobotState
 
@@ -116,21 +110,11 @@ def odometry(stamp_s: float, pose=BASE_POSE, frame: str = 'odom') -> Odometry:
 def solo_core_result(parameters: dict, msg: JointState) -> ControllerResult:
     """What the core computes for Solo12 at `msg` and BASE_POSE / BASE_TWIST."""
     solo = robot('solo12')
-    settings = parse_controller_settings(solo, parameters)
-    specs = parse_tasks(solo, parameters['task_names'], parameters['tasks'])
-    contacts = parse_contacts(solo, parameters['contacts'], parameters['contact_types'])
-    controller = PrioritizedController(
-        solo,
-        build_entries(solo, specs),
-        settings.singular_value_threshold,
-        settings.effort_limits,
-        contacts=contacts,
-    )
     state = RobotState(solo)
     index = solo.joint_index(msg.name)
     q = solo.configuration(np.asarray(msg.position)[index], BASE_POSE)
     state.update(q, solo.velocity(np.asarray(msg.velocity)[index], BASE_TWIST))
-    return controller.compute(state)
+    return core_controller(solo, parameters).compute(state)
 
 
 def test_stamp_pairing_ticks_once_with_the_odometry_of_the_same_stamp(local):
