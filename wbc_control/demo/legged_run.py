@@ -31,7 +31,7 @@ from std_msgs.msg import Float64MultiArray
 
 from wbc_control.demo.legged import LeggedScenario, lead_target
 from wbc_control.demo.legged_report import LeggedRecord, summarize_legged, write_legged_report
-from wbc_control.demo.main import (
+from wbc_control.demo.processes import (
     spin_until,
     start_node,
     wait_for_simulator,

@@ -6,12 +6,9 @@ limits, κ₂(M) and its scaled-diagonal-ratio estimate) and summary.txt / summa
 """
 
 import argparse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 import os
 from pathlib import Path
-import signal
-import subprocess
 import sys
 import time
 
@@ -24,8 +21,16 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
-import yaml
 
+from wbc_control.demo.legged_run import run_legged
+from wbc_control.demo.processes import (
+    START_TIMEOUT_S,
+    ManagedProcess,
+    spin_until,
+    start_node,
+    wait_for_publisher,
+    wait_for_simulator,
+)
 from wbc_control.demo.report import DemoRecord, summarize, write_report
 from wbc_control.demo.scenarios import LEGGED_SCENARIOS, SCENARIOS, Scenario
 from wbc_control.demo.trajectory_sender import (
@@ -37,52 +42,9 @@ from wbc_control.exceptions import WbcError
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
 from wbc_control.model.robot_state import RobotState
-from wbc_control.ros.runtime import executable
 
-STALL_TIMEOUT_S = 20.0
-#: The lock-stepped simulator is silent until the controller connects, which on a loaded
-#: machine can take far longer than a stall between two states.
-START_TIMEOUT_S = 120.0
 QUEUE_DEPTH = 100
 TARGET_PERIOD_S = 0.01
-
-
-@dataclass
-class ManagedProcess:
-    """A node process and the file its output goes to."""
-
-    name: str
-    process: subprocess.Popen
-    log: Path
-
-    def stop(self) -> None:
-        """SIGINT, then SIGKILL if it does not exit within 10 s."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(10.0)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def tail(self, lines: int = 15) -> str:
-        """The last lines of its output."""
-        return '\n'.join(self.log.read_text(errors='replace').splitlines()[-lines:])
-
-
-def start_node(
-    script: str, parameters: dict, directory: Path, arguments: Sequence[str] = ()
-) -> ManagedProcess:
-    """Write `<script>.yaml` and start the node with it (and further `--ros-args`)."""
-    params_file = directory / f'{script}.yaml'
-    params_file.write_text(yaml.safe_dump({script: {'ros__parameters': parameters}}))
-    log = directory / f'{script}.log'
-    process = subprocess.Popen(
-        [executable(script), '--ros-args', '--params-file', str(params_file), *arguments],
-        stdout=log.open('w'),
-        stderr=subprocess.STDOUT,
-    )
-    return ManagedProcess(script, process, log)
 
 
 class DemoMonitor(Node):
@@ -231,8 +193,6 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def run(arguments: argparse.Namespace) -> int:
     """Run one scenario; returns the exit code."""
     if arguments.robot in LEGGED_SCENARIOS:
-        from wbc_control.demo.legged_run import run_legged  # it imports this module
-
         return run_legged(LEGGED_SCENARIOS[arguments.robot](), arguments)
     scenario = SCENARIOS[arguments.robot]()
     urdf_path, floating_base = example_robot_urdf(scenario.robot)
@@ -331,56 +291,6 @@ def start_before_simulator(
             culprit = dead[0] if dead else processes[-1]
             print(f'wbc_demo: {culprit.name} did not come up; its last output:\n{culprit.tail()}')
             return False
-    return True
-
-
-def wait_for_simulator(monitor: Node, sim: ManagedProcess) -> bool:
-    """Spin until the monitor's joint_states subscription has matched the simulator."""
-    return wait_for_publisher(monitor, monitor.joint_state_publishers, sim)
-
-
-def wait_for_publisher(monitor: Node, publishers: Callable[[], int], node: ManagedProcess) -> bool:
-    """Spin `monitor` until `publishers()` > 0; False if `node` exits or never comes up."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while publishers() == 0:
-        rclpy.spin_once(monitor, timeout_sec=0.05)
-        if node.process.poll() is not None or time.monotonic() > deadline:
-            print(f'wbc_demo: {node.name} did not come up; its last output:\n{node.tail()}')
-            return False
-    return True
-
-
-def spin_until(
-    monitor: Node,
-    processes: list[ManagedProcess],
-    duration: float,
-    status: Callable[[], str],
-    after_spin: Callable[[], None] | None = None,
-    stall_timeout: float = STALL_TIMEOUT_S,
-) -> bool:
-    """Spin `monitor` until `duration` sim seconds; False if a node died or the loop stalled.
-
-    `monitor` has `sim_time`, `last_state_wall` and `started()` (a state recorded); `status`
-    is the progress line printed every 0.5 sim s, `after_spin` runs after every spin.
-    `stall_timeout` (wall s) bounds the wait for the next state once one was recorded.
-    """
-    last_print = -1.0
-    monitor.last_state_wall = time.monotonic()
-    while monitor.sim_time < duration - 1e-9:
-        rclpy.spin_once(monitor, timeout_sec=0.05)
-        if after_spin is not None:
-            after_spin()
-        dead = [p for p in processes if p.process.poll() is not None]
-        limit = stall_timeout if monitor.started() else START_TIMEOUT_S
-        if dead or time.monotonic() - monitor.last_state_wall > limit:
-            culprit = dead[0] if dead else processes[0]
-            reason = f'{culprit.name} exited' if dead else f'no state for {limit:.0f} s'
-            print(f'\nwbc_demo: {reason}; last output of {culprit.name}:\n{culprit.tail()}')
-            return False
-        if monitor.sim_time - last_print >= 0.5:
-            last_print = monitor.sim_time
-            print(f'\r  t = {monitor.sim_time:5.2f} / {duration:.1f} s   {status()}', end='')
-            sys.stdout.flush()
     return True
 
 
