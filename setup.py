@@ -50,12 +50,13 @@ setup(
         (f'share/{PACKAGE_NAME}/launch', sorted(glob('launch/*.launch.py'))),
         (f'share/{PACKAGE_NAME}/config', sorted(glob('config/*.yaml'))),
     ],
-    # A ROS 2 workspace gets numpy, scipy and Pinocchio from rosdep (package.xml), and rosdep's
-    # Pinocchio carries no pip metadata: requiring 'pin' here would break installs there.
-    # The pip route asks for them through the extras below.
+    # A ROS 2 workspace gets numpy, scipy, numba and Pinocchio from rosdep (package.xml), and
+    # rosdep's Pinocchio carries no pip metadata: requiring 'pin' here would break installs
+    # there. The pip route asks for them through the extras below. numba compiles the
+    # controller's per-level kernel (wbc_control/control/level_kernel.py) once, into its cache.
     install_requires=['setuptools'],
     extras_require={
-        'core': ['numpy', 'scipy', 'pin', 'pyyaml'],
+        'core': ['numpy', 'scipy', 'numba==0.68.0', 'pin', 'pyyaml'],
         'kilted': ros_distribution('kilted'),
         'jazzy': ros_distribution('jazzy'),
         'sim': ['mujoco>=4', 'matplotlib', 'example-robot-data'],

@@ -29,6 +29,7 @@ EXEC_DEPENDS = {
     'builtin_interfaces',
     'python3-numpy',
     'python3-scipy',
+    'python3-numba',
     'python3-yaml',
     'pinocchio',
     'eigenpy',
@@ -40,7 +41,12 @@ EXEC_DEPENDS = {
 # Python module -> the rosdep key that installs it. ROS packages are their own keys (released
 # for Jazzy, Kilted and Rolling in rosdistro's distribution.yaml, as are pinocchio and eigenpy);
 # the python3-* keys are in rosdistro's rosdep/python.yaml.
-ROSDEP_KEY = {'numpy': 'python3-numpy', 'scipy': 'python3-scipy', 'yaml': 'python3-yaml'}
+ROSDEP_KEY = {
+    'numpy': 'python3-numpy',
+    'scipy': 'python3-scipy',
+    'numba': 'python3-numba',
+    'yaml': 'python3-yaml',
+}
 # Imported only by optional parts, and without a rosdep key (pip): the docs say how to get them.
 OPTIONAL_IMPORTS = {'mujoco', 'matplotlib'}
 

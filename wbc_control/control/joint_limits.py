@@ -65,7 +65,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control.control.bounded_least_squares import box_least_squares
-from wbc_control.control.task_inertia import projected_terms, regularized_task_inertia
+from wbc_control.control.level_kernel import EXACT, LAW, level_step
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -333,25 +333,36 @@ class JointLimits:
 
 
 def hold(
-    inverse_inertia: Callable[[np.ndarray], np.ndarray],
+    inverse_inertia: np.ndarray,
     acceleration: np.ndarray,
-    null_space: np.ndarray | None,
+    null_space: np.ndarray,
+    first: bool,
     saturated: JointLimitLevel,
     threshold: float,
-) -> np.ndarray:
-    """q̈ `(nv,)` moved, in place, to hold the `saturated` joints within N (None: N = I).
+) -> bool:
+    """q̈ `(nv,)` moved, in place, to hold the `saturated` joints within N.
 
-    The saturated rows are a task level of their own (Khatib 1987's J̄ for Jp = E N);
-    returns J̄ Jp, what they take from the null space below them.
+    The saturated rows are a task level of their own (Khatib 1987's J̄ for Jp = E N), solved
+    by the compiled `level_step`; N `(nv, nv)` loses what they take, J̄ Jp, in place (`first`:
+    N = I above them, and N is written). Returns False: N is no longer the identity.
     """
     rows = saturated.jacobian
-    projected, inverse_inertia_jt, mobility = projected_terms(rows, null_space, inverse_inertia)
-    phi, ones = projected.dot(inverse_inertia_jt), np.ones(rows.shape[0])
-    consistent_inverse = inverse_inertia_jt.dot(
-        regularized_task_inertia(phi, ones, threshold, mobility).inertia
+    level_step(
+        rows,
+        saturated.target,
+        np.ones(rows.shape[0]),
+        inverse_inertia,
+        null_space,
+        first,
+        threshold,
+        1.0,
+        False,
+        EXACT,
+        LAW,
+        acceleration,
+        np.empty(3),
     )
-    acceleration += consistent_inverse.dot(saturated.target - rows.dot(acceleration))
-    return consistent_inverse.dot(projected)
+    return False
 
 
 def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:

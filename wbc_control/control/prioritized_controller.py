@@ -37,7 +37,7 @@ Products are written `A.dot(B)`: on these small arrays numpy's `@` (a generalize
 two to three times as much per call, and a tick makes dozens of them.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
@@ -63,18 +63,17 @@ from wbc_control.control.controller_types import (
     LevelReport,
     TaskEntry,
     TaskReport,
-    level_reports,
     validate_threshold,
     validate_weight,
 )
 from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, fits, hold, task_scale
+from wbc_control.control.level_kernel import BLOCKING, KEEP, LAW, level_health, level_step
 from wbc_control.control.task_activation import (
     Stack,
     Stacks,
     blend_results,
     task_reports,
 )
-from wbc_control.control.task_inertia import projected_terms, regularized_task_inertia
 from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
 from wbc_control.model.robot_model import RobotModel
@@ -148,7 +147,6 @@ class PrioritizedController:
         )
         limits = robot.effort_limits if effort_limits is None else effort_limits
         self.limiter = TorqueLimiter(limits, torque_rate_limits)
-        self._identity = np.eye(robot.nv)
         self._null_space = np.eye(robot.nv)
         self._zero_acceleration = np.zeros(robot.nv)
         self._zero_acceleration.flags.writeable = False
@@ -321,7 +319,7 @@ class PrioritizedController:
 
     def _recursion(
         self,
-        inverse_inertia: Callable[[np.ndarray], np.ndarray],
+        inverse_inertia: np.ndarray,
         start: np.ndarray,
         level_terms: list,
         limit_level: JointLimitLevel | None,
@@ -329,52 +327,43 @@ class PrioritizedController:
     ) -> tuple[np.ndarray, LazyReports]:
         """q̈ `(nv,)` from the priority recursion of the module docstring, and each level's health.
 
-        `limit_level`, joints saturated at their limits, goes above every user level; `limits[k]`
-        = (joints saturated just above level k, its scale), only levels it covers are solved.
+        Each level is one call of the compiled `level_step`. `limit_level`, joints saturated at
+        their limits, goes above every user level; `limits[k]` = (joints saturated just above
+        level k, its scale), only levels it covers are solved.
         """
         acceleration, threshold = start.copy(), self.singular_value_threshold
-        # N = I above the first level: Jp = J needs no product, and the last level's N is unused.
-        null_space = None
+        null_space, step, law = self._null_space, level_step, LAW
+        # N = I above the first level (`first`): Jp = J, and the last level's N is unused.
+        first = True
         if limit_level is not None:
-            used = hold(inverse_inertia, acceleration, None, limit_level, threshold)
-            null_space = self._reduce_null_space(None, used)
+            first = hold(inverse_inertia, acceleration, null_space, True, limit_level, threshold)
         last = len(self.levels) - 1
-        inertias = [None] * len(self.levels)
+        stats = np.full((len(self.levels), 3), np.nan)
         for index, (sqrt_weights, (_, jacobian, _, target)) in enumerate(
             zip(self._sqrt_weights, level_terms[: len(limits)] if limits else level_terms)
         ):
             saturated, scale = limits[index] if index < len(limits) else (None, 1.0)
             if saturated is not None:
-                used = hold(inverse_inertia, acceleration, null_space, saturated, threshold)
-                null_space = self._reduce_null_space(null_space, used)
-            projected, inverse_inertia_jt, mobility = projected_terms(
-                jacobian, null_space, inverse_inertia
-            )
-            inertia = regularized_task_inertia(
-                projected.dot(inverse_inertia_jt),
+                held = (acceleration, null_space, first, saturated, threshold)
+                first = hold(inverse_inertia, *held)
+            update = BLOCKING if index < last else KEEP
+            step(
+                jacobian,
+                target,
                 sqrt_weights,
+                inverse_inertia,
+                null_space,
+                first,
                 threshold,
-                mobility,
-                projected,
-                index < last,
+                scale,
+                True,
+                update,
+                law,
+                acceleration,
+                stats[index],
             )
-            consistent_inverse = inverse_inertia_jt.dot(inertia.inertia)  # (nv, m) J̄
-            correction = consistent_inverse.dot(target - jacobian.dot(acceleration))
-            acceleration += correction if scale == 1.0 else scale * correction
-            if index < last:
-                blocking = inertia.blocking  # M⁻¹Jpᵀ Λ_N is J̄ unless Λ_N was damped apart
-                if blocking is not inertia.inertia:
-                    consistent_inverse = inverse_inertia_jt.dot(blocking)
-                null_space = self._reduce_null_space(null_space, consistent_inverse.dot(projected))
-            inertias[index] = inertia
-        return acceleration, LazyReports(level_reports, self.levels, self._generic_ranks, inertias)
-
-    def _reduce_null_space(self, null_space: np.ndarray | None, used: np.ndarray) -> np.ndarray:
-        """N ← N − J̄ Jp (`used` = J̄ Jp), in the controller's buffer; None stands for N = I."""
-        if null_space is None:
-            return np.subtract(self._identity, used, out=self._null_space)
-        null_space -= used
-        return null_space
+            first = False
+        return acceleration, LazyReports(level_health, self.levels, self._generic_ranks, stats)
 
     def _constraint(self, state: RobotState):
         """The inverse inertia the task levels see, and the contacts' own acceleration.
@@ -387,11 +376,11 @@ class PrioritizedController:
         SingularConstraint if [M Aᵀ; A 0] is not invertible (Johnson 2024, eq 32).
         """
         if not self.contacts:
-            return state.inverse_mass_matrix.dot, None, '', self._zero_acceleration
+            return state.inverse_mass_matrix, None, '', self._zero_acceleration
         constraint, drift = contact_jacobian(state, self.contacts)
         terms = schur_dagger_terms(state, constraint)
         if terms is None:
             block = dagger_terms(state.mass_matrix, constraint)
             terms = block.m_dagger, block.a_dagger.T, block.method
         m_dagger, a_dagger_t, method = terms
-        return m_dagger.dot, constraint, method, -a_dagger_t.dot(drift)
+        return m_dagger, constraint, method, -a_dagger_t.dot(drift)

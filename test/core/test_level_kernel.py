@@ -1,0 +1,250 @@
+"""The compiled level kernel against the numpy reference of the task-inertia law.
+
+`regularized_task_inertia` and `projected_terms` (task_inertia.py) are the readable reference;
+the controller's hot path runs only `level_kernel.level_step`. Both must give the same Λ, Λ_N,
+counts, q̈ and torques on real robots, near singularities and on rows without authority.
+"""
+
+from functools import cache
+
+import numpy as np
+import pytest
+from robots import random_state, robot, shipped_controller
+
+from wbc_control.control.joint_limits import JointLimits, hold
+from wbc_control.control.level_kernel import (
+    BLOCKING,
+    EXACT,
+    KEEP,
+    LAW,
+    level_step,
+    task_inertia,
+)
+from wbc_control.control.symmetric_eigen import symmetric_eigen
+from wbc_control.control.task_inertia import projected_terms, regularized_task_inertia
+from wbc_control.model.robot_state import RobotState
+
+TOLERANCE = 1e-9
+ROBOTS = ('panda', 'talos', 'solo12')
+
+
+@cache
+def controller(name: str):
+    """The shipped controller of `name`, joint limits off: the plain recursion."""
+    shipped = shipped_controller(name)
+    shipped.joint_limits = None
+    return shipped
+
+
+def close(actual: np.ndarray, expected: np.ndarray) -> bool:
+    """Equal to TOLERANCE relative to the largest entry of `expected`."""
+    scale = max(float(np.abs(expected).max(initial=0.0)), 1e-300)
+    return float(np.abs(actual - expected).max(initial=0.0)) <= TOLERANCE * scale
+
+
+def states(name: str):
+    """Random states of `name`, and for the Panda its wrist and elbow singularities."""
+    model = robot(name)
+    found = [random_state(model, seed) for seed in range(6)]
+    if name == 'panda':
+        for wrist, elbow in ((0.0, -1.5), (1e-5, -1.5), (1.2, -0.07), (0.0, -0.0698)):
+            state = RobotState(model)
+            q = np.array([0.1, 0.3, -0.2, elbow, 0.4, wrist, 0.7, 0.02, 0.02])
+            state.update(q, np.linspace(-0.5, 0.5, model.nv))
+            found.append(state)
+    return found
+
+
+def level_inputs(name: str, state: RobotState):
+    """(M⁻¹ or M†, q̈ start, [(J, t, √w), ...]) of `name`'s shipped stack at `state`."""
+    control = controller(name)
+    inverse_inertia, _, _, start = control._constraint(state)
+    levels = []
+    for level, sqrt_weights in zip(control.levels, control._sqrt_weights):
+        jacobian, _, target = level.stack([entry.task.compute(state) for entry in level.entries])
+        levels.append((jacobian.copy(), target.copy(), sqrt_weights))
+    return inverse_inertia, start, levels
+
+
+def reference_recursion(inverse_inertia, start, levels, threshold):
+    """q̈ and each level's `TaskInertia` by the numpy reference (the module docstring)."""
+    acceleration, null_space, inertias = start.copy(), None, []
+    last = len(levels) - 1
+    for index, (jacobian, target, sqrt_weights) in enumerate(levels):
+        projected, inverse_jt, mobility = projected_terms(
+            jacobian, null_space, inverse_inertia.dot
+        )
+        inertia = regularized_task_inertia(
+            projected.dot(inverse_jt), sqrt_weights, threshold, mobility, projected, index < last
+        )
+        acceleration += inverse_jt.dot(inertia.inertia).dot(target - jacobian.dot(acceleration))
+        if index < last:
+            used = inverse_jt.dot(inertia.blocking).dot(projected)
+            null_space = np.eye(len(start)) - used if null_space is None else null_space - used
+        inertias.append(inertia)
+    return acceleration, inertias
+
+
+def test_symmetric_eigen_decomposes_like_lapack():
+    rng = np.random.default_rng(0)
+    for size in (1, 2, 3, 6, 9, 17, 32, 40):
+        matrix = rng.standard_normal((size, size))
+        matrix += matrix.T
+        matrix[:, 0] = matrix[0, :] = 0.0  # a zero eigenvalue
+        values, vectors = np.empty(size), np.empty((size, size))
+        symmetric_eigen(matrix.copy(), values, vectors)
+        scale = np.abs(matrix).max()
+        np.testing.assert_allclose(values, np.linalg.eigvalsh(matrix), atol=1e-13 * scale)
+        np.testing.assert_allclose(vectors @ vectors.T, np.eye(size), atol=1e-13)
+        np.testing.assert_allclose((vectors.T * values) @ vectors, matrix, atol=1e-13 * scale)
+
+
+@pytest.mark.parametrize('name', ROBOTS)
+def test_task_inertia_equals_the_reference_on_every_level(name):
+    """Λ, Λ_N and the counts of every level, projected levels included, on real robots."""
+    threshold = controller(name).singular_value_threshold
+    seen_damped = False
+    for state in states(name):
+        inverse_inertia, _, levels = level_inputs(name, state)
+        null_space = None
+        for jacobian, _, sqrt_weights in levels:
+            projected, inverse_jt, mobility = projected_terms(
+                jacobian, null_space, inverse_inertia.dot
+            )
+            phi = projected.dot(inverse_jt)
+            for kinematic in (False, True):
+                expected = regularized_task_inertia(
+                    phi, sqrt_weights, threshold, mobility, projected if kinematic else None
+                )
+                inertia, blocking = np.empty_like(phi), np.empty_like(phi)
+                given = phi.diagonal().copy() if mobility is None else mobility
+                condition, rank, damped = task_inertia(
+                    phi, sqrt_weights, given, projected, kinematic, True, threshold, LAW,
+                    inertia, blocking,
+                )  # fmt: skip
+                assert close(inertia, expected.inertia)
+                assert close(blocking, expected.blocking)
+                assert (rank, damped) == (expected.rank, expected.damped)
+                assert condition == pytest.approx(expected.condition_number, rel=1e-6)
+                seen_damped |= expected.damped > 0
+            used = inverse_jt.dot(expected.blocking).dot(projected)
+            null_space = np.eye(len(used)) - used if null_space is None else null_space - used
+    if name == 'panda':
+        assert seen_damped, 'no Panda sample reached a damped band'
+
+
+def test_rows_without_authority_are_dropped_like_the_reference():
+    """A zero row, and a row the level above already takes (projected Φᵢᵢ ≈ 0)."""
+    state = states('panda')[0]
+    inverse_inertia, _, ((hand, _, _), *_) = level_inputs('panda', state)
+    jacobian = np.vstack([hand, np.zeros((1, hand.shape[1]))])
+    phi = jacobian @ inverse_inertia @ jacobian.T
+    null_space = np.eye(hand.shape[1]) - inverse_inertia @ hand.T @ np.linalg.solve(
+        hand @ inverse_inertia @ hand.T, hand
+    )
+    for rows, above in ((jacobian, None), (np.vstack([hand[:2], hand[:1] + 1e-3]), null_space)):
+        projected, inverse_jt, mobility = projected_terms(rows, above, inverse_inertia.dot)
+        phi = projected.dot(inverse_jt)
+        weights = np.linspace(1.0, 2.0, len(rows))
+        expected = regularized_task_inertia(phi, weights, 1e-3, mobility, projected)
+        inertia, blocking = np.empty_like(phi), np.empty_like(phi)
+        given = phi.diagonal().copy() if mobility is None else mobility
+        counts = task_inertia(
+            phi, weights, given, projected, True, True, 1e-3, LAW, inertia, blocking
+        )[1:]
+        assert close(inertia, expected.inertia) and close(blocking, expected.blocking)
+        assert counts == (expected.rank, expected.damped)
+    empty = np.empty((2, 2)), np.empty((2, 2))
+    counts = task_inertia(np.zeros((2, 2)), np.ones(2), np.zeros(2), np.zeros((2, 9)), True,
+                          True, 1e-3, LAW, *empty)  # fmt: skip
+    assert counts == (np.inf, 0.0, 0.0) and not empty[0].any() and not empty[1].any()
+
+
+@pytest.mark.parametrize('name', ROBOTS)
+def test_level_steps_give_the_reference_acceleration_and_null_space(name):
+    threshold = controller(name).singular_value_threshold
+    for state in states(name):
+        inverse_inertia, start, levels = level_inputs(name, state)
+        expected, inertias = reference_recursion(inverse_inertia, start, levels, threshold)
+        acceleration, null_space = start.copy(), np.full((len(start),) * 2, np.nan)
+        stats = np.empty((len(levels), 3))
+        for index, (jacobian, target, sqrt_weights) in enumerate(levels):
+            update = BLOCKING if index < len(levels) - 1 else KEEP
+            level_step(
+                jacobian, target, sqrt_weights, inverse_inertia, null_space, index == 0,
+                threshold, 1.0, True, update, LAW, acceleration, stats[index],
+            )  # fmt: skip
+        assert close(acceleration, expected)
+        assert stats[:, 1:].tolist() == [[i.rank, i.damped] for i in inertias]
+
+
+@pytest.mark.parametrize('name', ROBOTS)
+def test_controller_torques_equal_the_reference_recursion(name):
+    control = controller(name)
+    for state in states(name):
+        inverse_inertia, start, levels = level_inputs(name, state)
+        threshold = control.singular_value_threshold
+        expected, inertias = reference_recursion(inverse_inertia, start, levels, threshold)
+        constraint = control._constraint(state)[1]
+        expected_torque = control._torque(state, expected, constraint)[0]
+        result = control.compute(state)
+        assert close(result.acceleration, expected)
+        assert close(result.torque_unlimited, expected_torque)
+        reports = [(level.rank, level.damped_directions) for level in result.levels]
+        generic = control._generic_ranks
+        assert reports == [
+            (i.rank, max(rank - i.rank, i.damped)) for i, rank in zip(inertias, generic)
+        ]
+        conditions = [level.condition_number for level in result.levels]
+        assert conditions == pytest.approx([i.condition_number for i in inertias], rel=1e-6)
+
+
+def reference_hold(inverse_inertia, acceleration, null_space, rows, target, threshold):
+    """The joint-limit level by the numpy reference: q̈ moved in place, J̄ Jp returned."""
+    projected, inverse_jt, mobility = projected_terms(rows, null_space, inverse_inertia.dot)
+    phi = projected.dot(inverse_jt)
+    inertia = regularized_task_inertia(phi, np.ones(len(rows)), threshold, mobility).inertia
+    consistent_inverse = inverse_jt.dot(inertia)
+    acceleration += consistent_inverse.dot(target - rows.dot(acceleration))
+    return consistent_inverse.dot(projected)
+
+
+def test_held_joints_update_acceleration_and_null_space_like_the_reference():
+    """Joint-limit rows as the first level and below another (`hold`, EXACT null update)."""
+    model = robot('panda')
+    limits = JointLimits(model)
+    for state in states('panda'):
+        inverse_inertia, start, ((hand, target, _), *_) = level_inputs('panda', state)
+        active = np.zeros(model.n_actuated, dtype=bool)
+        active[[1, 3, 5]] = True
+        saturated = limits._with(None, active, np.linspace(-2.0, 2.0, model.n_actuated))
+        # As the first level: N = I above it.
+        expected_acceleration = start.copy()
+        used = reference_hold(
+            inverse_inertia, expected_acceleration, None, saturated.jacobian,
+            saturated.target, 1e-3,
+        )  # fmt: skip
+        acceleration, null_space = start.copy(), np.full((model.nv, model.nv), np.nan)
+        assert hold(inverse_inertia, acceleration, null_space, True, saturated, 1e-3) is False
+        assert close(acceleration, expected_acceleration)
+        assert close(null_space, np.eye(model.nv) - used)
+        # Below the hand: N from the hand's level, then the rows held within it.
+        level_step(
+            hand, target, np.ones(len(hand)), inverse_inertia, null_space, True, 1e-3, 1.0,
+            False, EXACT, LAW, acceleration, np.empty(3),
+        )  # fmt: skip
+        reference_null = np.eye(model.nv) - reference_hold(
+            inverse_inertia, expected_acceleration, None, hand, target, 1e-3
+        )
+        expected_null = reference_null - reference_hold(
+            inverse_inertia, expected_acceleration, reference_null, saturated.jacobian,
+            saturated.target, 1e-3,
+        )  # fmt: skip
+        hold(inverse_inertia, acceleration, null_space, False, saturated, 1e-3)
+        assert close(acceleration, expected_acceleration)
+        assert close(null_space, expected_null)
+
+
+def test_kernel_arguments_of_another_type_are_refused_not_compiled():
+    with pytest.raises(TypeError):
+        symmetric_eigen(np.eye(3, dtype=np.float32), np.empty(3), np.empty((3, 3)))

@@ -1,0 +1,318 @@
+"""One priority level of the recursion as one compiled call (numba).
+
+The per-level algebra of `wbc_control.control.prioritized_controller` (Khatib 1987; Sentis &
+Khatib 2005) for a level with Jacobian J, task-space target t = ẍ* − J̇v and null space N::
+
+    Jp = J N,  M⁻¹Jpᵀ = N M⁻¹Jᵀ,  Φ = Jp M⁻¹Jpᵀ,  μ = diag(J M⁻¹Jᵀ)
+    Λ, Λ_N  = the regularized task inertia of Φ         (wbc_control.control.task_inertia)
+    q̈     += s M⁻¹Jpᵀ Λ (t − J q̈)                        (s: the level's SNS scale)
+    N      ← N − M⁻¹Jpᵀ Λ_N Jp
+
+made in one call because at these sizes (3 to 40 rows, 9 to 40 joints) each Python-level call
+costs about as much as its arithmetic. `regularized_task_inertia` in task_inertia.py stays the
+readable reference of the law (Chiaverini 1997's variable damping per eigen-direction with the
+kinematic attenuation, Nakamura & Hanafusa 1986); `task_inertia` here computes the same Λ and
+Λ_N, and test/core/test_level_kernel.py holds the two equal.
+
+The eigen-decomposition is `wbc_control.control.symmetric_eigen`'s; eigenvector signs and the
+order of equal eigenvalues do not change Λ = Wᵀ diag(g) W.
+
+Every function is compiled for explicit signatures when this module is imported, from numba's
+on-disk cache after the first time (`cache=True`): a controller's first tick never compiles,
+and an argument of another type is a TypeError, not a compilation.
+"""
+
+from collections.abc import Sequence
+import math
+from typing import NamedTuple
+import warnings
+
+import numba
+from numba import boolean, float64, int64, types
+from numba.core.errors import NumbaPerformanceWarning
+import numpy as np
+
+from wbc_control.control.controller_types import level_reports
+from wbc_control.control.symmetric_eigen import symmetric_eigen
+from wbc_control.control.task_inertia import (
+    BLOCKING_FRACTION,
+    KINEMATIC_BAND,
+    KINEMATIC_FACTOR,
+    NO_AUTHORITY,
+    STRUCTURALLY_NULL,
+)
+
+#: The law's constants, handed to the kernel as an argument: numba's cache would keep the value
+#: a module-level constant of another file had when it compiled.
+LAW = (NO_AUTHORITY, STRUCTURALLY_NULL, KINEMATIC_BAND, KINEMATIC_FACTOR, BLOCKING_FRACTION)
+#: `null_update` of `level_step`: leave N, reduce it by M⁻¹Jpᵀ Λ_N Jp, or by M⁻¹Jpᵀ Λ Jp.
+KEEP, BLOCKING, EXACT = 0, 1, 2
+
+# Inputs are typed read-only (writable arrays convert to that; M† and task terms may be frozen).
+_MATRIX = types.Array(float64, 2, 'A', readonly=True)
+_VECTOR = types.Array(float64, 1, 'A', readonly=True)
+_C_MATRIX = float64[:, ::1]
+_C_VECTOR = float64[::1]
+_LAW = types.UniTuple(float64, len(LAW))
+_TINY = np.finfo(float).tiny
+
+
+def _compiled(signature):
+    """`numba.njit` for one signature, compiled now (or loaded from the cache)."""
+
+    def decorate(function):
+        with warnings.catch_warnings():
+            # Task Jacobians may be views of any layout; np.dot copies the rare odd one.
+            warnings.simplefilter('ignore', NumbaPerformanceWarning)
+            return numba.njit(signature, cache=True, nogil=True)(function)
+
+    return decorate
+
+
+@numba.njit(cache=True, nogil=True)
+def _gain_matrix(scaled_vectors, gains, out):  # pragma: no cover - runs compiled
+    """Write Wᵀ diag(gains) W into `out` `(m, m)`."""
+    size = gains.shape[0]
+    for a in range(size):
+        for b in range(a, size):
+            total = 0.0
+            for i in range(size):
+                total += scaled_vectors[i, a] * gains[i] * scaled_vectors[i, b]
+            out[a, b] = total
+            out[b, a] = total
+
+
+@numba.njit(cache=True, nogil=True)
+def _kinematic_factor(jacobian, scaled_vectors):  # pragma: no cover - runs compiled
+    """κᵢ = ‖Jᵀfᵢ‖² / Σᵣ fᵢᵣ² ‖Jᵣ‖² for the rows fᵢ of W (task_inertia.py, step 3)."""
+    size, nv = jacobian.shape
+    row_norms = np.zeros(size)
+    for r in range(size):
+        for k in range(nv):
+            row_norms[r] += jacobian[r, k] * jacobian[r, k]
+    moved = np.dot(scaled_vectors, jacobian)
+    factor = np.empty(size)
+    for i in range(size):
+        numerator = 0.0
+        for k in range(nv):
+            numerator += moved[i, k] * moved[i, k]
+        denominator = 0.0
+        for r in range(size):
+            denominator += scaled_vectors[i, r] * scaled_vectors[i, r] * row_norms[r]
+        factor[i] = numerator / max(denominator, _TINY)
+    return factor
+
+
+@numba.njit(cache=True, nogil=True)
+def _attenuation(sigma, band, kinematic, law):  # pragma: no cover - runs compiled
+    """max((σ/ε_k)², (κᵢ/κ)²) capped at 1: < 1 only where both are small (step 3), `(m,)`."""
+    weak = np.empty(sigma.shape[0])
+    for i in range(sigma.shape[0]):
+        weak[i] = min(max(sigma[i] * (1.0 / band), kinematic[i] * (1.0 / law[3])), 1.0) ** 2
+    return weak
+
+
+@_compiled(
+    types.UniTuple(float64, 3)(
+        _MATRIX, _VECTOR, _VECTOR, _MATRIX, boolean, boolean, float64, _LAW, _C_MATRIX, _C_MATRIX
+    )
+)
+def task_inertia(
+    phi,
+    sqrt_weights,
+    mobility,
+    jacobian,
+    kinematic,
+    need_blocking,
+    threshold,
+    law,
+    inertia,
+    blocking,
+):  # pragma: no cover - runs compiled
+    """Λ and Λ_N of Φ by the scaled, variably damped inverse of task_inertia.py's docstring.
+
+    The compiled twin of `regularized_task_inertia` (same arguments, μ always given: diag(Φ)
+    on a first level). Writes Λ into `inertia` and Λ_N into `blocking` `(m, m)`; returns
+    (condition number, directions inverted exactly, directions damped).
+    """
+    size = phi.shape[0]
+    largest = 0.0
+    for i in range(size):
+        largest = max(largest, mobility[i])
+    if not largest > 0.0:
+        inertia[:, :] = 0.0
+        blocking[:, :] = 0.0
+        return np.inf, 0.0, 0.0
+    floor = law[0] * largest
+    scale = np.zeros(size)
+    active = False
+    for i in range(size):
+        if mobility[i] > floor and phi[i, i] > law[0] * mobility[i]:
+            scale[i] = sqrt_weights[i] / math.sqrt(mobility[i])
+            active = True
+    if not active:
+        inertia[:, :] = 0.0
+        blocking[:, :] = 0.0
+        return np.inf, 0.0, 0.0
+    scaled = np.empty((size, size))  # Φₛ = D Φ D, from Φ's upper triangle
+    for i in range(size):
+        for j in range(i + 1):
+            scaled[i, j] = phi[j, i] * scale[i] * scale[j]
+    sigma = np.empty(size)
+    vectors = np.empty((size, size))
+    symmetric_eigen(scaled, sigma, vectors)
+    if sigma[0] < 0.0:  # rounding: Φₛ is positive semi-definite
+        for i in range(size):
+            sigma[i] = max(sigma[i], 0.0)
+    sigma_max = sigma[size - 1]
+    epsilon = threshold * sigma_max
+    null_count = 0
+    below_epsilon = 0
+    for i in range(size):
+        null_count += sigma[i] <= law[1] * sigma_max
+        below_epsilon += sigma[i] < epsilon
+    for i in range(size):  # W = (D U)ᵀ
+        for j in range(size):
+            vectors[i, j] *= scale[j]
+    gains = np.empty(size)  # σ⁻¹ → min(1/σ, σ/ε²)
+    for i in range(size):
+        gains[i] = sigma[i] * (1.0 / epsilon**2) if i < below_epsilon else 1.0 / sigma[i]
+    kinematic_band = law[2] * threshold
+    weak = kinematic and sigma[null_count] < kinematic_band * sigma_max
+    exact = size - below_epsilon
+    factor = sigma
+    if weak:
+        factor = _kinematic_factor(jacobian, vectors)
+        attenuation = _attenuation(sigma, kinematic_band * sigma_max, factor, law)
+        for i in range(size):
+            gains[i] *= attenuation[i]
+            exact -= i >= below_epsilon and attenuation[i] < 1.0
+    _gain_matrix(vectors, gains, inertia)
+    if need_blocking and exact < size - null_count:
+        narrow = law[4] * epsilon
+        for i in range(size):
+            gains[i] = sigma[i] * (1.0 / narrow**2) if sigma[i] < narrow else 1.0 / sigma[i]
+        if weak:
+            band = law[4] * kinematic_band * sigma_max
+            attenuation = _attenuation(sigma, band, factor, law)
+            for i in range(size):
+                gains[i] *= attenuation[i]
+        _gain_matrix(vectors, gains, blocking)
+    else:
+        blocking[:, :] = inertia
+    damped = size - exact - null_count
+    return sigma_max / sigma[null_count], float(exact), float(max(damped, 0))
+
+
+@_compiled(
+    types.void(
+        _MATRIX,
+        _VECTOR,
+        _VECTOR,
+        _MATRIX,
+        _C_MATRIX,
+        boolean,
+        float64,
+        float64,
+        boolean,
+        int64,
+        _LAW,
+        _C_VECTOR,
+        _C_VECTOR,
+    )
+)
+def level_step(
+    jacobian,
+    target,
+    sqrt_weights,
+    inverse_inertia,
+    null_space,
+    first,
+    threshold,
+    scale,
+    kinematic,
+    null_update,
+    law,
+    acceleration,
+    stats,
+):  # pragma: no cover - runs compiled
+    """One level of the recursion: q̈ and N updated in place (the module docstring).
+
+    Args:
+        jacobian: J `(m, nv)`.
+        target: ẍ* − J̇v `(m,)`.
+        sqrt_weights: √w per row `(m,)`.
+        inverse_inertia: M⁻¹, or M† under contacts `(nv, nv)`.
+        null_space: N `(nv, nv)`, the controller's buffer; ignored (N = I) and then written
+            when `first`.
+        first: no level above this one: N = I.
+        threshold: ε of the task inertia, relative.
+        scale: s, the level's SNS scale.
+        kinematic: damp the directions Jp itself is losing (user levels; not joint limits).
+        null_update: KEEP, BLOCKING (N −= M⁻¹Jpᵀ Λ_N Jp) or EXACT (N −= M⁻¹Jpᵀ Λ Jp).
+        law: `LAW`.
+        acceleration: q̈ `(nv,)`, updated.
+        stats: written with (condition number, rank, damped) `(3,)`.
+    """
+    size = jacobian.shape[0]
+    inverse_inertia_jt = np.dot(inverse_inertia, jacobian.T)  # (nv, m) M⁻¹Jᵀ
+    if first:
+        projected = jacobian
+        projected_inverse = inverse_inertia_jt
+    else:
+        projected = np.dot(jacobian, null_space)
+        projected_inverse = np.dot(null_space, inverse_inertia_jt)  # M⁻¹Jpᵀ = N M⁻¹Jᵀ
+    phi = np.dot(projected, projected_inverse)
+    mobility = np.empty(size)
+    for i in range(size):
+        if first:
+            mobility[i] = phi[i, i]
+        else:
+            mobility[i] = np.dot(jacobian[i], inverse_inertia_jt[:, i])
+    inertia = np.empty((size, size))
+    blocking = np.empty((size, size))
+    stats[0], stats[1], stats[2] = task_inertia(
+        phi,
+        sqrt_weights,
+        mobility,
+        projected,
+        kinematic,
+        null_update == BLOCKING,
+        threshold,
+        law,
+        inertia,
+        blocking,
+    )
+    consistent_inverse = np.dot(projected_inverse, inertia)  # (nv, m) J̄
+    correction = np.dot(consistent_inverse, target - np.dot(jacobian, acceleration))
+    for k in range(acceleration.shape[0]):
+        acceleration[k] += scale * correction[k]
+    if null_update == KEEP:
+        return
+    if null_update == BLOCKING:
+        consistent_inverse = np.dot(projected_inverse, blocking)
+    used = np.dot(consistent_inverse, projected)
+    nv = null_space.shape[0]
+    for a in range(nv):
+        for b in range(nv):
+            if first:
+                null_space[a, b] = (1.0 if a == b else 0.0) - used[a, b]
+            else:
+                null_space[a, b] -= used[a, b]
+
+
+class LevelHealth(NamedTuple):
+    """What `level_step` reports of a level's task inertia (`level_reports` reads it)."""
+
+    condition_number: float
+    rank: int
+    damped: int
+
+
+def level_health(levels: Sequence, generic_ranks: Sequence[int], stats: np.ndarray) -> tuple:
+    """Level reports from the recursion's `(levels, 3)` stats rows (NaN: level not solved)."""
+    inertias = [
+        None if np.isnan(rank) else LevelHealth(condition, int(rank), int(damped))
+        for condition, rank, damped in stats.tolist()
+    ]
+    return level_reports(levels, generic_ranks, inertias)
