@@ -22,9 +22,7 @@ on-disk cache after the first time (`cache=True`): a controller's first tick nev
 and an argument of another type is a TypeError, not a compilation.
 """
 
-from collections.abc import Sequence
 import math
-from typing import NamedTuple
 import warnings
 
 import numba
@@ -32,7 +30,6 @@ from numba import boolean, float64, int64, types
 from numba.core.errors import NumbaPerformanceWarning
 import numpy as np
 
-from wbc_control.control.controller_types import level_reports
 from wbc_control.control.symmetric_eigen import symmetric_eigen
 from wbc_control.control.task_inertia import (
     BLOCKING_FRACTION,
@@ -299,20 +296,3 @@ def level_step(
                 null_space[a, b] = (1.0 if a == b else 0.0) - used[a, b]
             else:
                 null_space[a, b] -= used[a, b]
-
-
-class LevelHealth(NamedTuple):
-    """What `level_step` reports of a level's task inertia (`level_reports` reads it)."""
-
-    condition_number: float
-    rank: int
-    damped: int
-
-
-def level_health(levels: Sequence, generic_ranks: Sequence[int], stats: np.ndarray) -> tuple:
-    """Level reports from the recursion's `(levels, 3)` stats rows (NaN: level not solved)."""
-    inertias = [
-        None if np.isnan(rank) else LevelHealth(condition, int(rank), int(damped))
-        for condition, rank, damped in stats.tolist()
-    ]
-    return level_reports(levels, generic_ranks, inertias)

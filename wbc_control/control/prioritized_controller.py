@@ -67,13 +67,14 @@ from wbc_control.control.controller_types import (
     validate_weight,
 )
 from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, fits, hold, task_scale
-from wbc_control.control.level_kernel import BLOCKING, KEEP, LAW, level_health, level_step
+from wbc_control.control.level_kernel import BLOCKING, KEEP, LAW, level_step
 from wbc_control.control.task_activation import (
     Stack,
     Stacks,
     blend_results,
     task_reports,
 )
+from wbc_control.control.tick_reports import level_health
 from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
 from wbc_control.model.robot_model import RobotModel
@@ -150,6 +151,8 @@ class PrioritizedController:
         self._null_space = np.eye(robot.nv)
         self._zero_acceleration = np.zeros(robot.nv)
         self._zero_acceleration.flags.writeable = False
+        self._none_limited = np.zeros(robot.n_actuated, dtype=bool)
+        self._none_limited.flags.writeable = False
         self._actuated = as_slice(robot.indices.v)
         self.joint_limits = joint_limits
         # A fully actuated fixed base: τ = M q̈ + h, which JointLimits.fit_torque needs.
@@ -198,6 +201,12 @@ class PrioritizedController:
         self._generic_ranks, self._cone_check = stack.generic_ranks, stack.cone_check
         self._sqrt_weights = self.stacks.sqrt_weights(stack.key)
         self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
+        self._level_count = len(stack.levels)
+        # The one task of a single-task level (its terms without a list comprehension).
+        self._single_tasks = [
+            level.entries[0].task if len(level.entries) == 1 else None for level in stack.levels
+        ]
+        self._unsolved = np.full((len(stack.levels), 3), np.nan)  # level_step's stats rows
 
     def compute(
         self, state: RobotState, dt: float | None = None, now_s: float | None = None
@@ -238,11 +247,18 @@ class PrioritizedController:
 
     def _solve(self, state: RobotState) -> ControllerResult:
         """The stack in force solved, its torque not yet limited (`torque` = unlimited)."""
-        inverse_inertia, constraint, method, start = self._constraint(state)
-        level_terms = []
-        for level in self.levels:
-            terms = [entry.task.compute(state) for entry in level.entries]
-            level_terms.append((terms, *level.stack(terms)))
+        if self.contacts:
+            inverse_inertia, constraint, method, start = self._constraint(state)
+        else:  # M⁻¹, formed once per tick, and q̈ = 0
+            inverse_inertia, constraint, method = state.inverse_mass_matrix, None, ''
+            start = self._zero_acceleration
+        level_terms = [None] * self._level_count
+        for index, (level, single) in enumerate(zip(self.levels, self._single_tasks)):
+            if single is None:
+                terms = [entry.task.compute(state) for entry in level.entries]
+            else:
+                terms = [single.compute(state)]
+            level_terms[index] = (terms, *level.stack(terms))
         limit_level, scale, ramp, fitted = None, 1.0, self.task_ramp, None
         if self.joint_limits is not None and ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
             level_terms = [(t, j, d, ramp * x - (1.0 - ramp) * d) for t, j, d, x in level_terms]
@@ -282,7 +298,7 @@ class PrioritizedController:
             residual = forces.base_residual
         # J q̈ + J̇v now: the stacked Jacobians and drifts are buffers the next tick overwrites.
         achieved = [jacobian.dot(acceleration) + drift for _, jacobian, drift, _ in level_terms]
-        saturated = rate_limited = np.zeros(torque.shape, dtype=bool)
+        saturated = rate_limited = self._none_limited
         if fitted is not None:  # joints the fit holds at the range: reported as limited
             at_range = (torque <= fitted[0] + FIT_EDGE) | (torque >= fitted[1] - FIT_EDGE)
             saturated = at_range & (np.abs(torque) >= self.limiter.effort_limits - FIT_EDGE)
@@ -327,9 +343,9 @@ class PrioritizedController:
     ) -> tuple[np.ndarray, LazyReports]:
         """q̈ `(nv,)` from the priority recursion of the module docstring, and each level's health.
 
-        Each level is one call of the compiled `level_step`. `limit_level`, joints saturated at
-        their limits, goes above every user level; `limits[k]` = (joints saturated just above
-        level k, its scale), only levels it covers are solved.
+        One `level_step` call per level. `limit_level`, joints saturated at their limits, goes
+        above every user level; `limits[k]` = (joints saturated just above level k, its
+        scale), only levels it covers are solved.
         """
         acceleration, threshold = start.copy(), self.singular_value_threshold
         null_space, step, law = self._null_space, level_step, LAW
@@ -337,12 +353,13 @@ class PrioritizedController:
         first = True
         if limit_level is not None:
             first = hold(inverse_inertia, acceleration, null_space, True, limit_level, threshold)
-        last = len(self.levels) - 1
-        stats = np.full((len(self.levels), 3), np.nan)
+        last, stats = self._level_count - 1, self._unsolved.copy()
+        if limits:
+            level_terms = level_terms[: len(limits)]
         for index, (sqrt_weights, (_, jacobian, _, target)) in enumerate(
-            zip(self._sqrt_weights, level_terms[: len(limits)] if limits else level_terms)
+            zip(self._sqrt_weights, level_terms)
         ):
-            saturated, scale = limits[index] if index < len(limits) else (None, 1.0)
+            saturated, scale = limits[index] if limits else (None, 1.0)
             if saturated is not None:
                 held = (acceleration, null_space, first, saturated, threshold)
                 first = hold(inverse_inertia, *held)
@@ -366,17 +383,14 @@ class PrioritizedController:
         return acceleration, LazyReports(level_health, self.levels, self._generic_ranks, stats)
 
     def _constraint(self, state: RobotState):
-        """The inverse inertia the task levels see, and the contacts' own acceleration.
+        """M† (what the task levels see), A, the method and the contacts' own acceleration.
 
-        Without contacts: M⁻¹ (formed once per tick) and q̈ = 0. With contacts: M†, and
-        q̈ = −A†ᵀ Ȧq̇ (Johnson 2024, eq 22), the mass-weighted least-effort way to keep
+        q̈ = −A†ᵀ Ȧq̇ (Johnson 2024, eq 22) is the mass-weighted least-effort way to keep
         A q̈ = −Ȧq̇. M† and A† come from the tick's Cholesky factor of M (`schur_dagger_terms`)
         when M and A M⁻¹ Aᵀ are well conditioned, else from the block matrix
-        (`wbc_control.control.constrained_dynamics.dagger_terms`), which raises
-        SingularConstraint if [M Aᵀ; A 0] is not invertible (Johnson 2024, eq 32).
+        (`constrained_dynamics.dagger_terms`), which raises SingularConstraint if
+        [M Aᵀ; A 0] is not invertible (Johnson 2024, eq 32). Contacts only.
         """
-        if not self.contacts:
-            return state.inverse_mass_matrix, None, '', self._zero_acceleration
         constraint, drift = contact_jacobian(state, self.contacts)
         terms = schur_dagger_terms(state, constraint)
         if terms is None:
