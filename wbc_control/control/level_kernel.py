@@ -154,7 +154,7 @@ def task_inertia(
     scaled = np.empty((size, size))  # Φₛ = D Φ D, from Φ's upper triangle
     for i in range(size):
         for j in range(i + 1):
-            scaled[i, j] = phi[j, i] * scale[i] * scale[j]
+            scaled[i, j] = scaled[j, i] = phi[j, i] * scale[i] * scale[j]
     sigma = np.empty(size)
     vectors = np.empty((size, size))
     symmetric_eigen(scaled, sigma, vectors)

@@ -33,8 +33,8 @@ solves the stack before and the stack after it and blends their torques, with a 
 between the contacts (:mod:`wbc_control.control.contact_transitions`,
 :mod:`wbc_control.control.task_activation`).
 
-Products are written `A.dot(B)`: on these small arrays numpy's `@` (a generalized ufunc) costs
-two to three times as much per call, and a tick makes dozens of them.
+Each level is one compiled call (`level_kernel.level_step`); the few products left here are
+`A.dot(B)`, cheaper per call than numpy's `@` (a generalized ufunc) on these small arrays.
 """
 
 from collections.abc import Sequence

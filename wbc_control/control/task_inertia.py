@@ -110,13 +110,11 @@ def regularized_task_inertia(
 ) -> TaskInertia:
     """Λ from Φ = Jp M⁻¹ Jpᵀ by the scaled, variably damped inverse of the module docstring.
 
-    Cost notes (this runs once per level and tick on matrices of 3 to 40 rows, where each
-    Python-level call costs about as much as the arithmetic): the eigen-decomposition is
-    Eigen's `SelfAdjointEigenSolver` through eigenpy (a Pinocchio dependency), a fraction of
-    the cost of numpy's `eigh` at these sizes; like `eigh` it reads the lower triangle and
-    returns ascending eigenvalues, which lets the counts below bisect a plain list; the
-    scalings D Φ D and D U are row-wise broadcasts; sums call `np.add.reduce` directly
-    (`ndarray.sum` goes through a Python wrapper).
+    The readable reference of the law: the controller's tick runs its compiled twin,
+    `wbc_control.control.level_kernel.task_inertia`, which test/core/test_level_kernel.py
+    holds equal to this one. The eigen-decomposition is Eigen's `SelfAdjointEigenSolver`
+    through eigenpy (a Pinocchio dependency); like numpy's `eigh` it reads the lower triangle
+    and returns ascending eigenvalues, which lets the counts below bisect a plain list.
 
     Args:
         phi: Φ, symmetric positive semi-definite, `(m, m)`.
@@ -292,6 +290,8 @@ def projected_terms(
     inverse_inertia: Callable[[np.ndarray], np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Jp = J N `(m, nv)`, M⁻¹Jpᵀ `(nv, m)` and the mobility μ = diag(J M⁻¹ Jᵀ) `(m,)`.
+
+    The reference of the projection `wbc_control.control.level_kernel.level_step` makes.
 
     One application of M⁻¹ (or M†) per level: M⁻¹Jpᵀ = M⁻¹Nᵀ Jᵀ = N M⁻¹Jᵀ, because N M⁻¹ is
     symmetric (N M⁻¹ = M⁻¹ − Σ M⁻¹Jpᵀ Λ Jp M⁻¹ for symmetric Λ, damped or not), and the same
