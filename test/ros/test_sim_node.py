@@ -138,6 +138,20 @@ def test_lockstep_ignores_a_command_before_its_first_state(probe: RosProbe) -> N
     assert 'a command before the first state is ignored' in output
 
 
+def test_lockstep_waits_for_its_subscribers_before_the_first_state(probe: RosProbe) -> None:
+    """With `lockstep_subscribers: 2` one listener is not enough; the second starts the loop."""
+    with NodeProcess('wbc_sim', lockstep_parameters(lockstep_subscribers=2)) as sim:
+        command_publisher(probe)
+        first = probe.subscribe(JointState, 'joint_states', ALL_STATES)
+        waiting = 'waiting for 2 joint_states subscribers, 1 so far'
+        assert probe.spin_until(lambda: waiting in sim.output(), START_TIMEOUT_S), sim.output()
+        probe.spin_for(0.2)  # a state sent meanwhile would be here by now on a calm machine
+        assert not first, f'the first state went out to one subscriber:\n{sim.output()}'
+        second = probe.subscribe(JointState, 'joint_states', ALL_STATES)
+        assert probe.spin_until(lambda: first and second, START_TIMEOUT_S), sim.output()
+    assert stamp_s(first[0]) == stamp_s(second[0]) == 0.0
+
+
 def test_gravity_compensation_holds_panda_in_lockstep(probe: RosProbe, panda: RobotModel) -> None:
     states = probe.subscribe(JointState, 'joint_states')
     with NodeProcess('wbc_sim', lockstep_parameters()) as sim:

@@ -206,7 +206,8 @@ def run(arguments: argparse.Namespace) -> int:
     monitor = DemoMonitor(scenario, robot)
     if scenario.motion is not None:
         monitor.trajectory.end_s = arguments.duration + 1.0
-    sim = {**model_parameters, **scenario.sim, 'viewer': viewer}
+    # The monitor, the controller and the diagnostics node all hear the loop from its first state.
+    sim = {**model_parameters, **scenario.sim, 'viewer': viewer, 'lockstep_subscribers': 3}
     nodes = {
         'wbc_diagnostics': {**model_parameters, **scenario.diagnostics, 'use_sim_time': True},
         'wbc_controller': {**model_parameters, **scenario.controller, 'use_sim_time': True},

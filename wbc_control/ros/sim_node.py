@@ -10,10 +10,11 @@ applies `effort_controller/commands` as joint torques and publishes `joint_state
   are zero;
 - `lockstep`: every accepted command advances exactly `control_period` s (a whole number of
   physics steps), then one state is published. The first state goes out as soon as a
-  controller is connected (a subscriber on joint_states and a publisher on the commands), and
-  a command before it answers nothing and is ignored; the current state is re-sent unchanged
-  (same stamp) when no command came for `lockstep_resend_period` s of wall time, so a state or
-  command lost in transit never stalls the loop.
+  controller is connected (`lockstep_subscribers` subscribers on joint_states, 1 by default,
+  and a publisher on the commands), and a command before it answers nothing and is ignored;
+  the current state is re-sent unchanged (same stamp) when no command came for
+  `lockstep_resend_period` s of wall time, so a state or command lost in transit never stalls
+  the loop.
 
 The MuJoCo model is built by :mod:`wbc_control.sim.urdf_to_mujoco` and run by
 :mod:`wbc_control.sim.simulation`; commands and pacing are :mod:`wbc_control.sim.command_input`.
@@ -194,11 +195,15 @@ class SimNode(Node):
         if not self._first_state_sent:
             # Lockstep starts when a controller is connected both ways, so the first state
             # (stamp 0, which ROS also reads as "unstamped") is answered once, not re-sent.
-            connected = (
-                self._joint_state_pub.get_subscription_count() > 0
-                and self._command_sub.get_publisher_count() > 0
-            )
-            if connected:
+            listeners = self._joint_state_pub.get_subscription_count()
+            wanted = self.settings.lockstep_subscribers
+            commanded = self._command_sub.get_publisher_count() > 0
+            if commanded and 0 < listeners < wanted:
+                self.get_logger().info(
+                    f'lockstep: waiting for {wanted} joint_states subscribers, {listeners} so far',
+                    throttle_duration_sec=1.0,
+                )
+            if commanded and listeners >= wanted:
                 self._last_command_wall_s = time.monotonic()
                 self._publish_first_state()
             return

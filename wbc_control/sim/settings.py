@@ -26,6 +26,7 @@ class SimSettings:
     real_time_factor: float
     lockstep: bool
     lockstep_resend_s: float
+    lockstep_subscribers: int  # joint_states subscribers before the first state
     command_timeout_s: float
     command_index: np.ndarray  # (n_cmd,)
     initial_positions: np.ndarray  # (n_act,)
@@ -64,6 +65,7 @@ def sim_settings(values: Mapping[str, object], robot: RobotModel) -> SimSettings
         lockstep_resend_s=_non_negative(
             'lockstep_resend_period', values['lockstep_resend_period']
         ),
+        lockstep_subscribers=int(values['lockstep_subscribers']),
         command_timeout_s=_non_negative('command_timeout', values['command_timeout']),
         command_index=_command_index(_strings(values['command_joints']), robot),
         initial_positions=_initial_positions(values, robot),
