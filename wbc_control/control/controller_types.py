@@ -188,7 +188,14 @@ def validate_threshold(threshold: float) -> float:
 
 
 class Level:
-    """Tasks sharing one priority, with their stacked row layout and stacking buffers."""
+    """Tasks sharing one priority: their stacked rows, which the tasks write in place.
+
+    The level owns its stacked Jacobian `(m, nv)`, drift J̇v, error, velocity, desired
+    acceleration ẍ* and target ẍ* − J̇v `(m,)`; `terms[i]` are the rows of task i (views), and
+    `writers[i]` what the controller calls each tick to fill them (the task's `write_terms` and
+    what its `prepare_terms` made of its rows), before it sets the target. Every tick overwrites
+    them.
+    """
 
     def __init__(self, priority: int, entries: Sequence[TaskEntry], nv: int) -> None:
         self.priority = priority
@@ -200,8 +207,23 @@ class Level:
             self.slices.append(slice(start, start + entry.task.dim))
             start += entry.task.dim
         self.dim = start
-        self._jacobian = np.empty((start, nv))
-        self._drift = np.empty(start)
+        self.jacobian = np.zeros((start, nv))
+        vectors = np.zeros((5, start))
+        self.drift, self.error, self.velocity, self.desired_acceleration, self.target = vectors
+        self.terms = tuple(
+            TaskTerms(
+                self.jacobian[rows],
+                self.drift[rows],
+                self.error[rows],
+                self.velocity[rows],
+                self.desired_acceleration[rows],
+            )
+            for rows in self.slices
+        )
+        self.writers = tuple(
+            (entry.task.write_terms, entry.task.prepare_terms(terms))
+            for entry, terms in zip(self.entries, self.terms)
+        )
 
     def sqrt_weights(self, weights: dict[str, float]) -> np.ndarray:
         """√w per stacked row, `(dim,)`, from the weights by task name."""
@@ -210,19 +232,15 @@ class Level:
         )
 
     def stack(self, terms: Sequence[TaskTerms]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Stacked Jacobian `(m, nv)`, drift J̇v `(m,)` and target ẍ* − J̇v `(m,)` of the level.
+        """Stacked Jacobian `(m, nv)`, drift J̇v `(m,)` and target ẍ* − J̇v `(m,)` of `terms`.
 
-        A single task is used as it is; several are written into the level's buffers, which
-        are overwritten on the next tick.
+        For terms computed apart (`Task.compute`), e.g. at sampled configurations: new arrays
+        (a single task's are used as they are), not the level's.
         """
         if len(terms) == 1:
             (term,) = terms
             return term.jacobian, term.drift, term.desired_acceleration - term.drift
-        jacobian, drift = self._jacobian, self._drift
-        target = np.empty(self.dim)
-        for rows, term in zip(self.slices, terms):
-            jacobian[rows] = term.jacobian
-            drift[rows] = term.drift
-            target[rows] = term.desired_acceleration
-        target -= drift
-        return jacobian, drift, target
+        jacobian = np.vstack([term.jacobian for term in terms])
+        drift = np.concatenate([term.drift for term in terms])
+        desired = np.concatenate([term.desired_acceleration for term in terms])
+        return jacobian, drift, desired - drift

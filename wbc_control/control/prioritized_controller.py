@@ -202,10 +202,10 @@ class PrioritizedController:
         self._sqrt_weights = self.stacks.sqrt_weights(stack.key)
         self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
         self._level_count = len(stack.levels)
-        # The one task of a single-task level (its terms without a list comprehension).
-        self._single_tasks = [
-            level.entries[0].task if len(level.entries) == 1 else None for level in stack.levels
-        ]
+        # Each tick every task writes its rows of its level's arrays, then each level's target.
+        self._writers = [writer for level in stack.levels for writer in level.writers]
+        self._targets = [(lv.desired_acceleration, lv.drift, lv.target) for lv in stack.levels]
+        self._level_terms = [(lv.terms, lv.jacobian, lv.drift, lv.target) for lv in stack.levels]
         self._unsolved = np.full((len(stack.levels), 3), np.nan)  # level_step's stats rows
 
     def compute(
@@ -252,13 +252,11 @@ class PrioritizedController:
         else:  # M⁻¹, formed once per tick, and q̈ = 0
             inverse_inertia, constraint, method = state.inverse_mass_matrix, None, ''
             start = self._zero_acceleration
-        level_terms = [None] * self._level_count
-        for index, (level, single) in enumerate(zip(self.levels, self._single_tasks)):
-            if single is None:
-                terms = [entry.task.compute(state) for entry in level.entries]
-            else:
-                terms = [single.compute(state)]
-            level_terms[index] = (terms, *level.stack(terms))
+        for write, buffers in self._writers:
+            write(state, buffers)
+        for desired, drift, target in self._targets:  # ẍ* − J̇v
+            np.subtract(desired, drift, out=target)
+        level_terms = self._level_terms
         limit_level, scale, ramp, fitted = None, 1.0, self.task_ramp, None
         if self.joint_limits is not None and ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
             level_terms = [(t, j, d, ramp * x - (1.0 - ramp) * d) for t, j, d, x in level_terms]

@@ -214,18 +214,21 @@ class Stacks:
 def task_reports(
     levels: Sequence[Level], level_terms: list, achieved: Sequence[np.ndarray]
 ) -> tuple[TaskReport, ...]:
-    """Per-task error and achieved acceleration, from each level's J q̈ + J̇v `achieved`."""
+    """Per-task error and achieved acceleration, from each level's J q̈ + J̇v `achieved`.
+
+    The reports own copies of the terms, which are buffers the controller's next tick overwrites.
+    """
     reports = []
     for level, (terms, *_), level_achieved in zip(levels, level_terms, achieved):
         for entry, rows, term in zip(level.entries, level.slices, terms):
-            error = term.error
+            error = term.error.copy()
             reports.append(
                 TaskReport(
                     entry.name,
                     entry.priority,
                     error,
                     math.sqrt(error.dot(error)),
-                    term.desired_acceleration,
+                    term.desired_acceleration.copy(),
                     level_achieved[rows],
                 )
             )

@@ -60,6 +60,7 @@ class RobotState:
         self._com_velocity: np.ndarray = self.data.vcom[0]
         self._com_drift: np.ndarray = self.data.acom[0]
         self._com_jacobian: np.ndarray = self.data.Jcom
+        self._com_terms = (self._com, self._com_velocity, self._com_jacobian, self._com_drift)
         self._gravity_valid = False
         self._gravity = np.zeros(robot.nv)
 
@@ -159,6 +160,25 @@ class RobotState:
             self.model, self.data, frame_id, LOCAL_WORLD_ALIGNED
         )
         return acceleration.vector
+
+    def frame_terms(self, frame_id: int) -> tuple[pin.SE3, np.ndarray, np.ndarray]:
+        """oMf, the Jacobian `(6, nv)` and J̇v `(6,)` of a frame (LOCAL_WORLD_ALIGNED), in one call.
+
+        The same as :meth:`frame_placement`, :meth:`frame_jacobian` and :meth:`frame_drift`.
+        """
+        model, data, axes = self.model, self.data, LOCAL_WORLD_ALIGNED
+        return (
+            data.oMf[frame_id],
+            pin.getFrameJacobian(model, data, frame_id, axes),
+            pin.getFrameClassicalAcceleration(model, data, frame_id, axes).vector,
+        )
+
+    @property
+    def com_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """c, ċ, J_com `(3, nv)` and J̇_com v in one call (this tick's, views of `Data`)."""
+        if not self._com_valid:
+            self._update_com()
+        return self._com_terms
 
     @property
     def com(self) -> np.ndarray:

@@ -34,11 +34,15 @@ class ComTask(LinearTarget, Task):
         """The centre of mass now."""
         return np.array(state.com)
 
-    def compute(self, state: RobotState) -> TaskTerms:
+    def write_terms(self, state: RobotState, terms: TaskTerms) -> None:
         """Task terms; see the module docstring."""
-        reference, gains = self.reference, self._gains
-        error = reference.position - state.com
-        # The state's own arrays, not copies: terms live for one tick and nothing writes them.
-        velocity = state.com_velocity
-        desired = gains.acceleration(reference.acceleration, reference.velocity - velocity, error)
-        return TaskTerms(state.com_jacobian, state.com_drift, error, velocity, desired)
+        jacobian, drift, error, velocity, desired = terms
+        reference = self.reference
+        com, com_velocity, com_jacobian, com_drift = state.com_terms
+        jacobian[...] = com_jacobian
+        drift[...] = com_drift
+        velocity[...] = com_velocity
+        np.subtract(reference.position, com, out=error)
+        self._gains.write_acceleration(
+            desired, reference.acceleration, reference.velocity, velocity, error
+        )

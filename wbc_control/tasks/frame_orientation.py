@@ -172,16 +172,16 @@ class FrameOrientationTask(Task):
     def _copy_reference(self, sample: ReferenceSample) -> None:
         self.reference.write(sample)
 
-    def compute(self, state: RobotState) -> TaskTerms:
+    def write_terms(self, state: RobotState, terms: TaskTerms) -> None:
         """Task terms; see the module docstring."""
-        frame_id, reference = self.frame_id, self.reference
-        rotation = state.frame_placement(frame_id).rotation
-        error = pin.log3(reference.rotation.dot(rotation.T))
-        jacobian = state.frame_jacobian(frame_id)[3:]  # (3, nv)
-        angular_velocity = jacobian.dot(state.v)
-        desired = self._gains.acceleration(
-            reference.angular_acceleration, reference.angular_velocity - angular_velocity, error
-        )
-        return TaskTerms(
-            jacobian, state.frame_drift(frame_id)[3:], error, angular_velocity, desired
+        jacobian, drift, error, velocity, desired = terms
+        reference = self.reference
+        oMf, frame_jacobian, frame_drift = state.frame_terms(self.frame_id)
+        angular = frame_jacobian[3:]  # (3, nv)
+        jacobian[...] = angular
+        drift[...] = frame_drift[3:]
+        error[...] = pin.log3(reference.rotation.dot(oMf.rotation.T))
+        angular.dot(state.v, out=velocity)
+        self._gains.write_acceleration(
+            desired, reference.angular_acceleration, reference.angular_velocity, velocity, error
         )

@@ -137,14 +137,22 @@ class FramePoseTask(Task):
         references.twist[...] = sample.velocity
         references.acceleration[...] = sample.acceleration
 
-    def compute(self, state: RobotState) -> TaskTerms:
+    def prepare_terms(self, terms: TaskTerms) -> tuple[TaskTerms, np.ndarray, np.ndarray]:
+        """The terms and their error's position and orientation rows."""
+        return terms, terms.error[:3], terms.error[3:]
+
+    def write_terms(
+        self, state: RobotState, buffers: tuple[TaskTerms, np.ndarray, np.ndarray]
+    ) -> None:
         """Stacked position and orientation terms; see the module docstring."""
-        reference, gains = self.references, self._gains
-        oMf = state.frame_placement(self.frame_id)
-        error = np.empty(6)
-        error[:3] = reference.linear.position - oMf.translation
-        error[3:] = pin.log3(reference.angular.rotation.dot(oMf.rotation.T))
-        jacobian = state.frame_jacobian(self.frame_id)  # (6, nv)
-        velocity = jacobian.dot(state.v)
-        desired = gains.acceleration(reference.acceleration, reference.twist - velocity, error)
-        return TaskTerms(jacobian, state.frame_drift(self.frame_id), error, velocity, desired)
+        (jacobian, drift, error, velocity, desired), position_error, orientation_error = buffers
+        reference = self.references
+        oMf, frame_jacobian, frame_drift = state.frame_terms(self.frame_id)
+        jacobian[...] = frame_jacobian  # (6, nv)
+        drift[...] = frame_drift
+        np.subtract(reference.linear.position, oMf.translation, out=position_error)
+        orientation_error[...] = pin.log3(reference.angular.rotation.dot(oMf.rotation.T))
+        frame_jacobian.dot(state.v, out=velocity)
+        self._gains.write_acceleration(
+            desired, reference.acceleration, reference.twist, velocity, error
+        )

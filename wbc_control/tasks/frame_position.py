@@ -115,17 +115,16 @@ def constrained_directions(target_set: TargetSet, axis: npt.ArrayLike | None) ->
     return rows[1:]
 
 
-def position_terms(
+def write_position_terms(
     state: RobotState,
     frame_id: int,
     selection: np.ndarray,
     reference: LinearReference,
     gains: PDGains,
-) -> TaskTerms:
+    terms: TaskTerms,
+) -> None:
     """Terms of the (projected) frame position task; `selection` is P, `(k, 3)`."""
     position = state.frame_placement(frame_id).translation
-    jacobian = selection @ state.frame_jacobian(frame_id)[:3]
-    drift = selection @ state.frame_drift(frame_id)[:3]
     velocity_world = state.frame_velocity(frame_id)[:3]
     projector = selection.T @ selection
     error_world = projector @ (reference.position - position)
@@ -133,13 +132,12 @@ def position_terms(
     acceleration_world = gains.acceleration(
         projector @ reference.acceleration, velocity_error_world, error_world
     )
-    return TaskTerms(
-        jacobian,
-        drift,
-        selection @ error_world,
-        selection @ velocity_world,
-        selection @ acceleration_world,
-    )
+    jacobian, drift, error, velocity, desired = terms
+    jacobian[...] = selection @ state.frame_jacobian(frame_id)[:3]
+    drift[...] = selection @ state.frame_drift(frame_id)[:3]
+    error[...] = selection @ error_world
+    velocity[...] = selection @ velocity_world
+    desired[...] = selection @ acceleration_world
 
 
 class LinearTarget:
@@ -223,15 +221,19 @@ class FramePositionTask(LinearTarget, Task):
         """The frame origin now (for a line or plane: a point on it)."""
         return np.array(state.frame_placement(self.frame_id).translation)
 
-    def compute(self, state: RobotState) -> TaskTerms:
+    def write_terms(self, state: RobotState, terms: TaskTerms) -> None:
         """Task terms; see the module docstring (a point target skips the identity P)."""
         frame_id, reference = self.frame_id, self.reference
         if self.target_set is not TargetSet.POINT:
-            return position_terms(state, frame_id, self.selection, reference, self._gains)
-        error = reference.position - state.frame_placement(frame_id).translation
-        jacobian = state.frame_jacobian(frame_id)[:3]  # (3, nv)
-        velocity = jacobian.dot(state.v)
-        desired = self._gains.acceleration(
-            reference.acceleration, reference.velocity - velocity, error
+            write_position_terms(state, frame_id, self.selection, reference, self._gains, terms)
+            return
+        jacobian, drift, error, velocity, desired = terms
+        oMf, frame_jacobian, frame_drift = state.frame_terms(frame_id)
+        linear = frame_jacobian[:3]  # (3, nv)
+        jacobian[...] = linear
+        drift[...] = frame_drift[:3]
+        np.subtract(reference.position, oMf.translation, out=error)
+        linear.dot(state.v, out=velocity)
+        self._gains.write_acceleration(
+            desired, reference.acceleration, reference.velocity, velocity, error
         )
-        return TaskTerms(jacobian, state.frame_drift(frame_id)[:3], error, velocity, desired)

@@ -109,6 +109,7 @@ class JointPostureTask(Task):
         self._jacobian[np.arange(size), robot.indices.v] = 1.0
         self._jacobian.flags.writeable = False
         self._drift = np.zeros(size)
+        self._drift.flags.writeable = False
         self._q_reference = robot.neutral_configuration()
         self.set_target(target)
 
@@ -182,13 +183,25 @@ class JointPostureTask(Task):
         return merge_posture_target(robot, current, names, positions)
 
     def compute(self, state: RobotState) -> TaskTerms:
-        """Task terms; see the module docstring."""
+        """Task terms in new arrays, but the shared read-only Jacobian S and zero drift."""
+        terms = TaskTerms(self._jacobian, self._drift, *(np.empty(self.dim) for _ in range(3)))
+        self.write_terms(state, terms)
+        return terms
+
+    def prepare_terms(self, terms: TaskTerms) -> TaskTerms:
+        """Write the constant Jacobian S and drift 0 once."""
+        terms.jacobian[...] = self._jacobian
+        terms.drift[...] = 0.0
+        return terms
+
+    def write_terms(self, state: RobotState, terms: TaskTerms) -> None:
+        """Error, velocity and desired acceleration (S and 0 are written once); see the module."""
+        _, _, error, velocity, desired = terms
         q_reference, _, velocity_reference, acceleration_reference = self._reference
         # `difference` works joint by joint: the joints' entries do not depend on the base
         # coordinates, which the posture ignores (the reference holds an identity base pose).
-        error = pin.difference(self.robot.model, state.q, q_reference)[self._v_index]
-        velocity = state.v[self._v_index]
-        desired = self._gains.acceleration(
-            acceleration_reference, velocity_reference - velocity, error
+        error[...] = pin.difference(self.robot.model, state.q, q_reference)[self._v_index]
+        velocity[...] = state.v[self._v_index]
+        self._gains.write_acceleration(
+            desired, acceleration_reference, velocity_reference, velocity, error
         )
-        return TaskTerms(self._jacobian, self._drift, error, velocity, desired)

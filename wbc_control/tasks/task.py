@@ -1,8 +1,8 @@
 """The task interface: what every operational-space task gives the controller.
 
 A task is a small object with a dimension and a `compute(state)` that returns its Jacobian J,
-drift J̇v, error e and desired task acceleration, the PD law of operational-space control
-(Khatib 1987, eq 26)::
+drift J̇v, error e, velocity J v and desired task acceleration, the PD law of operational-space
+control (Khatib 1987, eq 26)::
 
     ẍ* = ẍ_ref + K_d (ẋ_ref − J v) + K_p e
 
@@ -10,7 +10,14 @@ A far target is not a reason for a large torque: with a maximum error `max_error
 error that enters K_p e is clipped in its direction, e ← e · min(1, e_max / ‖e‖), per group of
 rows of one unit (position in m, orientation in rad, each posture joint in rad or m), as
 crisp_controllers' `error_clip` does; the reported error stays the true one. The hand then
-moves towards a far target at the speed and torque of an e_max error.
+moves towards a far target at the speed and torque of an e_max error. The gains and the law are
+:mod:`wbc_control.tasks.pd_law`'s.
+
+On every tick the controller calls :meth:`Task.write_terms` instead, which writes the same
+terms into arrays the controller keeps (the rows of the task in its priority level's stacked
+Jacobian, drift, error, velocity and desired acceleration), with no allocation of its own; what
+never changes (a selection Jacobian, a zero drift) is written once, when the controller hands a
+task its rows (:meth:`Task.prepare_terms`).
 
 Priority and weight are not part of a task; they belong to the controller's task list.
 Gains and set-point references are replaced as whole immutable objects, so a reader never sees
@@ -27,8 +34,6 @@ take the target from the current state, which message kind streams it), so that
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-import math
 from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
 
 import numpy as np
@@ -36,9 +41,22 @@ import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_state import RobotState
+from wbc_control.tasks.pd_law import PDGains, as_axis_vector, check_max_error
 
 if TYPE_CHECKING:
     from wbc_control.model.robot_model import RobotModel
+
+__all__ = [
+    'PDGains',
+    'ReferenceSample',
+    'Task',
+    'TaskSpecLike',
+    'TaskTerms',
+    'as_axis_vector',
+    'as_slice',
+    'check_max_error',
+    'parse_frame',
+]
 
 
 class TaskTerms(NamedTuple):
@@ -52,18 +70,6 @@ class TaskTerms(NamedTuple):
     desired_acceleration: np.ndarray  # (k,) ẍ*
 
 
-def as_axis_vector(value: npt.ArrayLike, size: int, what: str) -> np.ndarray:
-    """Expand a scalar or validate a per-axis list of `size` finite values."""
-    array = np.asarray(value, dtype=float)
-    if array.ndim == 0:
-        array = np.full(size, float(array))
-    if array.shape != (size,):
-        raise InvalidShape(f'{what} needs a scalar or {size} values, got shape {array.shape}')
-    if not np.isfinite(array).all():
-        raise InvalidValue(f'{what} has non-finite values: {array.tolist()}')
-    return array
-
-
 def as_slice(indices: np.ndarray) -> slice | np.ndarray:
     """A contiguous ascending index array as the equivalent slice, else the array itself.
 
@@ -72,126 +78,6 @@ def as_slice(indices: np.ndarray) -> slice | np.ndarray:
     if indices.size and np.array_equal(indices, np.arange(indices[0], indices[0] + indices.size)):
         return slice(int(indices[0]), int(indices[0]) + indices.size)
     return indices
-
-
-@dataclass(frozen=True)
-class PDGains:
-    """Per-axis proportional and derivative gains (units: 1/s² and 1/s).
-
-    The clipping plan (which rows form a group, and whether any clipping applies) is fixed
-    when the gains are built, so that a tick pays one dot product per group and no
-    allocation unless an error is actually clipped.
-    """
-
-    kp: np.ndarray
-    kd: np.ndarray
-    critically_damped: bool = False  # kd was not given: kd = 2 √kp, also after a new kp
-    max_error: float = 0.0  # clip ‖e‖ of each group to this (0: no clipping)
-    groups: tuple[int, ...] = ()  # sizes of the error's groups of one unit (): one group
-    #: None: no clipping; () : one group (the whole error); 'rows': every row a group;
-    #: else the groups' slices.
-    _plan: object = field(default=None, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        size = self.kp.shape[0]
-        groups = self.groups if sum(self.groups) == size else (size,)
-        plan: object
-        if not 0.0 < self.max_error < math.inf:
-            plan = None
-        elif len(groups) == 1:
-            plan = ()
-        elif all(n == 1 for n in groups):
-            plan = 'rows'
-        else:
-            ends = np.cumsum(groups)
-            plan = tuple(slice(int(end - n), int(end)) for n, end in zip(groups, ends))
-        object.__setattr__(self, '_plan', plan)
-
-    @classmethod
-    def create(
-        cls,
-        kp: npt.ArrayLike,
-        kd: npt.ArrayLike | None,
-        size: int,
-        max_error: float = 0.0,
-        groups: tuple[int, ...] = (),
-    ) -> 'PDGains':
-        """Validate gains; `kd=None` gives critical damping kd = 2 √kp.
-
-        Raises:
-            InvalidShape: wrong number of values.
-            InvalidValue: negative or non-finite gains.
-        """
-        kp_vector = as_axis_vector(kp, size, 'kp')
-        kd_vector = 2.0 * np.sqrt(np.abs(kp_vector)) if kd is None else kd
-        kd_vector = as_axis_vector(kd_vector, size, 'kd')
-        for name, vector in (('kp', kp_vector), ('kd', kd_vector)):
-            if (vector < 0.0).any():
-                raise InvalidValue(f'{name} must be non-negative, got {vector.tolist()}')
-        kp_vector.flags.writeable = False
-        kd_vector.flags.writeable = False
-        return cls(kp_vector, kd_vector, kd is None, check_max_error(max_error), groups)
-
-    def with_max_error(self, max_error: float) -> 'PDGains':
-        """The same gains with another maximum error (0: none)."""
-        return replace(self, max_error=check_max_error(max_error))
-
-    def clipped(self, error: np.ndarray) -> np.ndarray:
-        """The error scaled per group so that no group's norm exceeds `max_error`.
-
-        `error` itself is returned when nothing is clipped, else a new array.
-        """
-        plan, limit = self._plan, self.max_error
-        if plan is None:
-            return error
-        if plan == ():
-            squared = error.dot(error)
-            return error * (limit / math.sqrt(squared)) if squared > limit * limit else error
-        if plan == 'rows':  # a group of one row: its norm is |e|, the scaled row ±e_max
-            return error.clip(-limit, limit)
-        clipped = error
-        for rows in plan:
-            part = error[rows]
-            squared = part.dot(part)
-            if squared > limit * limit:
-                if clipped is error:
-                    clipped = error.copy()
-                clipped[rows] = part * (limit / math.sqrt(squared))
-        return clipped
-
-    def clips(self, error: np.ndarray) -> bool:
-        """Whether :meth:`clipped` changes `error`."""
-        if self._plan is None:
-            return False
-        limit = self.max_error
-        if self._plan == ():
-            return bool(error.dot(error) > limit * limit)
-        if self._plan == 'rows':
-            return bool(np.abs(error).max() > limit) if error.size else False
-        return any(error[rows].dot(error[rows]) > limit * limit for rows in self._plan)
-
-    def acceleration(
-        self, feed_forward: np.ndarray, velocity_error: np.ndarray, error: np.ndarray
-    ) -> np.ndarray:
-        """ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ) + K_p clip(e), the desired acceleration of every task."""
-        if self._plan is not None:
-            error = self.clipped(error)
-        return feed_forward + self.kd * velocity_error + self.kp * error
-
-
-def check_max_error(value: object) -> float:
-    """A maximum error: a finite number >= 0 (0: no clipping).
-
-    Raises:
-        InvalidValue: negative, non-finite or not a number.
-    """
-    try:
-        number = float(value)
-    except (TypeError, ValueError) as error:
-        raise InvalidValue(f'max_error must be a number, got {value!r}') from error
-    if not (np.isfinite(number) and number >= 0.0):
-        raise InvalidValue(f'max_error must be finite and >= 0 (0: none), got {value!r}')
-    return number
 
 
 class TaskSpecLike(Protocol):
@@ -246,6 +132,9 @@ class Task(ABC):
     TRAJECTORY: ClassVar[str] = 'linear'
 
     def __init__(self, dim: int, gains: PDGains) -> None:
+        cls = type(self)
+        if cls.compute is Task.compute and cls.write_terms is Task.write_terms:
+            raise TypeError(f'{cls.__name__} must define compute or write_terms')
         self.dim = dim
         self._gains = gains
         #: Built without a target: it holds the value measured at the first state.
@@ -273,9 +162,34 @@ class Task(ABC):
         """Number of per-axis gain values this task takes."""
         return self.dim
 
-    @abstractmethod
     def compute(self, state: RobotState) -> TaskTerms:
-        """Jacobian, drift, error, velocity and desired acceleration at the current tick."""
+        """Jacobian, drift, error, velocity and desired acceleration at the current tick.
+
+        In new arrays, by :meth:`write_terms` (a task type defines one of the two).
+        """
+        dim = self.dim
+        vectors = (np.empty(dim) for _ in range(4))
+        terms = TaskTerms(np.empty((dim, state.v.shape[0])), *vectors)
+        self.write_terms(state, self.prepare_terms(terms))
+        return terms
+
+    def prepare_terms(self, terms: TaskTerms) -> object:
+        """Make `terms` (arrays of the task's rows that the caller keeps) ready for writing.
+
+        Called once per set of arrays, outside the tick: a task writes here what never changes
+        (a constant Jacobian or drift), and returns what its :meth:`write_terms` takes (by
+        default `terms` itself).
+        """
+        return terms
+
+    def write_terms(self, state: RobotState, terms: object) -> None:
+        """Write the terms of :meth:`compute` into arrays made ready by :meth:`prepare_terms`.
+
+        What the controller calls every tick. By default it copies what :meth:`compute`
+        returns; the built-in types write in place instead.
+        """
+        for array, value in zip(terms, self.compute(state)):
+            array[...] = value
 
     @abstractmethod
     def set_target(self, target: npt.ArrayLike) -> None:
