@@ -16,6 +16,7 @@ from wbc_control.tasks import (
     PDGains,
     Task,
 )
+from wbc_control.tasks.frame_orientation import rotation_from_quaternion
 
 POSE = [0.4, 0.1, 0.5, 1.0, 0.0, 0.0, 0.0]
 
@@ -181,3 +182,21 @@ def test_a_task_type_must_define_compute_or_write_terms():
 
     with pytest.raises(TypeError, match='compute or write_terms'):
         Nothing(1, PDGains.create(1.0, None, 1))
+
+
+def test_a_trajectory_sample_is_written_in_one_call_and_ends_the_wait_for_a_state():
+    panda = robot('panda')
+    rng = np.random.default_rng(5)
+    for task in every_kind_of_task(panda):
+        sample = task.reference_sample()
+        for array in (sample.position, sample.velocity, sample.acceleration):
+            array[...] = rng.uniform(-0.5, 0.5, array.shape)
+        if sample.rotation is not None:
+            sample.rotation[...] = rotation_from_quaternion([0.6, 0.0, 0.0, 0.8])
+        task.target_pending = True
+        task.write_reference(sample)
+        assert not task.target_pending
+        back = task.reference_sample()
+        task.read_reference(back)
+        for written, read in zip(vars(sample).values(), vars(back).values()):
+            npt.assert_array_equal(read, written)

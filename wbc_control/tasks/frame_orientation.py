@@ -97,12 +97,6 @@ class AngularReference:
         sample.velocity[...] = self.angular_velocity
         sample.acceleration[...] = self.angular_acceleration
 
-    def write(self, sample: ReferenceSample) -> None:
-        """Copy `sample` into the reference's arrays (no allocation)."""
-        self.rotation[...] = sample.rotation
-        self.angular_velocity[...] = sample.velocity
-        self.angular_acceleration[...] = sample.acceleration
-
 
 class FrameOrientationTask(Task):
     """Align a frame's orientation with a target quaternion (x, y, z, w)."""
@@ -169,8 +163,13 @@ class FrameOrientationTask(Task):
         """Rotation, angular velocity and acceleration (world axes)."""
         self.reference.read(sample)
 
-    def _copy_reference(self, sample: ReferenceSample) -> None:
-        self.reference.write(sample)
+    def write_reference(self, sample: ReferenceSample) -> None:
+        """Rotation, angular velocity and acceleration; see `Task.write_reference`."""
+        reference = self.reference
+        reference.rotation[...] = sample.rotation
+        reference.angular_velocity[...] = sample.velocity
+        reference.angular_acceleration[...] = sample.acceleration
+        self.target_pending = False
 
     def write_terms(self, state: RobotState, terms: TaskTerms) -> None:
         """Task terms; see the module docstring."""

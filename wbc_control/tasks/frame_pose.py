@@ -130,12 +130,14 @@ class FramePoseTask(Task):
         sample.velocity[...] = references.twist
         sample.acceleration[...] = references.acceleration
 
-    def _copy_reference(self, sample: ReferenceSample) -> None:
+    def write_reference(self, sample: ReferenceSample) -> None:
+        """Position, rotation, twist and acceleration; see `Task.write_reference`."""
         references = self.references
         references.linear.position[...] = sample.position
         references.angular.rotation[...] = sample.rotation
         references.twist[...] = sample.velocity
         references.acceleration[...] = sample.acceleration
+        self.target_pending = False
 
     def prepare_terms(self, terms: TaskTerms) -> tuple[TaskTerms, np.ndarray, np.ndarray]:
         """The terms and their error's position and orientation rows."""

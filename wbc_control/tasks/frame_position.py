@@ -90,12 +90,6 @@ class LinearReference:
         sample.velocity[...] = self.velocity
         sample.acceleration[...] = self.acceleration
 
-    def write(self, sample: ReferenceSample) -> None:
-        """Copy `sample` into the reference's arrays (no allocation)."""
-        self.position[...] = sample.position
-        self.velocity[...] = sample.velocity
-        self.acceleration[...] = sample.acceleration
-
 
 def constrained_directions(target_set: TargetSet, axis: npt.ArrayLike | None) -> np.ndarray:
     """Orthonormal rows spanning the directions a target set constrains, `(k, 3)`."""
@@ -161,8 +155,13 @@ class LinearTarget:
         """Position, velocity and acceleration (world, 3 each)."""
         self.reference.read(sample)
 
-    def _copy_reference(self, sample: ReferenceSample) -> None:
-        self.reference.write(sample)
+    def write_reference(self, sample: ReferenceSample) -> None:
+        """Position, velocity and acceleration (world, 3 each); see `Task.write_reference`."""
+        reference = self.reference
+        reference.position[...] = sample.position
+        reference.velocity[...] = sample.velocity
+        reference.acceleration[...] = sample.acceleration
+        self.target_pending = False
 
 
 class FramePositionTask(LinearTarget, Task):

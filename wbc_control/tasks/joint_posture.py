@@ -141,12 +141,14 @@ class JointPostureTask(Task):
         sample.velocity[...] = velocities
         sample.acceleration[...] = accelerations
 
-    def _copy_reference(self, sample: ReferenceSample) -> None:
+    def write_reference(self, sample: ReferenceSample) -> None:
+        """Positions, velocities, accelerations; see `Task.write_reference`."""
         q_reference, positions, velocities, accelerations = self._reference
         positions[...] = sample.position
         velocities[...] = sample.velocity
         accelerations[...] = sample.acceleration
         self.robot.configuration(positions, out=q_reference)
+        self.target_pending = False
 
     @classmethod
     def gains_size_for(cls, robot: RobotModel) -> int:

@@ -216,13 +216,12 @@ class Task(ABC):
     def write_reference(self, sample: ReferenceSample) -> None:
         """Copy a trusted sample (finite, validated upstream) into the reference in force.
 
-        The task then no longer waits for a state to take its target from.
-        """
-        self._copy_reference(sample)
-        self.target_pending = False
+        With no allocation, in one call per tick; the task then no longer waits for a state to
+        take its target from (:attr:`target_pending` is False).
 
-    def _copy_reference(self, sample: ReferenceSample) -> None:
-        """Copy `sample` into the reference's own arrays with no allocation."""
+        Raises:
+            InvalidTaskConfig: the task type takes no trajectory.
+        """
         raise InvalidTaskConfig(f'a {self.TYPE} task takes no trajectory')
 
     # Configuration of the type -----------------------------------------------------------
