@@ -228,6 +228,25 @@ def test_stale_commands_fall_back_to_zero_torque(probe: RosProbe) -> None:
     assert 'applying zero torque' in output
 
 
+def test_held_paced_simulation_starts_at_the_first_non_zero_command(probe: RosProbe) -> None:
+    """`hold_until_commanded`: the initial state, re-sent at stamp 0, until a non-zero command."""
+    states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
+    with NodeProcess('wbc_sim', panda_parameters(hold_until_commanded=True)) as sim:
+        publisher = command_publisher(probe)
+        assert probe.spin_until(lambda: len(states) >= 3, START_TIMEOUT_S), sim.output()
+        publisher.publish(Float64MultiArray(data=[0.0] * 9))  # a zero safe command: still held
+        held = len(states)
+        assert probe.spin_until(lambda: len(states) >= held + 3, WAIT_S), sim.output()
+        assert {stamp_s(state) for state in states} == {0.0}, sim.output()
+        assert 'simulation started' not in sim.output()
+        publisher.publish(Float64MultiArray(data=[1.0] * 9))
+        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.1, WAIT_S), sim.output()
+        output = sim.output()
+    assert 'first non-zero command: simulation started' in output
+    held_positions = np.asarray(states[0].position)
+    assert all(np.array_equal(state.position, held_positions) for state in states[:held])
+
+
 def test_floating_base_publishes_odom(probe: RosProbe) -> None:
     states = probe.subscribe(JointState, 'joint_states')
     odometry = probe.subscribe(Odometry, 'odom')

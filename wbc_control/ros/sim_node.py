@@ -7,7 +7,8 @@ applies `effort_controller/commands` as joint torques and publishes `joint_state
 - paced (default): a wall-clock timer steps the physics at `real_time_factor` × real time
   (0: as fast as possible) and publishes every 1/`publish_rate` s of simulated time; the latest
   command is held, and after `command_timeout` s of simulated time without one the torques
-  are zero;
+  are zero; with `hold_until_commanded` time stands at 0 (the initial state re-sent every
+  0.1 s) until the first non-zero command, or a humanoid falls while its controller starts;
 - `lockstep`: every accepted command advances exactly `control_period` s (a whole number of
   physics steps), then one state is published. The first state goes out as soon as a
   controller is connected (`lockstep_subscribers` subscribers on joint_states, 1 by default,
@@ -53,6 +54,8 @@ from wbc_control.sim.viewer import Viewer, ViewerUnavailable
 
 NODE_NAME = 'wbc_sim'
 COMMAND_TOPIC = 'effort_controller/commands'
+#: Paced mode, holding: the initial state is re-sent this often (wall s).
+HOLD_RESEND_S = 0.1
 RCLError = rclpy_implementation.RCLError
 
 
@@ -90,6 +93,9 @@ class SimNode(Node):
             Float64MultiArray, COMMAND_TOPIC, self._on_command, 10
         )
         self._first_state_sent = False
+        # Paced mode with hold_until_commanded: time stands at 0 until a non-zero command.
+        self._holding = not self.settings.lockstep and self.settings.hold_until_commanded
+        self._last_hold_wall_s = time.monotonic()
         self._start_timers()
         if not self.settings.lockstep:
             self._publish_first_state()
@@ -157,6 +163,9 @@ class SimNode(Node):
             self._log_rejection(error)
             return
         self._warn_beyond_effort_limits(torque)
+        if self._holding and torque.any():
+            self._holding = False
+            self.get_logger().info('first non-zero command: simulation started')
         if self.settings.lockstep:
             if not self._first_state_sent:
                 # It answers no state (e.g. a controller's safe command while it starts).
@@ -179,6 +188,11 @@ class SimNode(Node):
             self.get_logger().warning(message, throttle_duration_sec=1.0)
 
     def _on_physics_timer(self) -> None:
+        if self._holding:
+            if time.monotonic() - self._last_hold_wall_s >= HOLD_RESEND_S:
+                self._last_hold_wall_s = time.monotonic()
+                self._publish_state()  # the initial state again, for late subscribers
+            return
         for _ in range(self._pacer.periods_due(self.sim.time_s)):
             torque, stale = self.commands.torque_at(self.sim.time_s)
             self._report_staleness(stale)

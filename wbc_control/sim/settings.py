@@ -27,6 +27,7 @@ class SimSettings:
     lockstep: bool
     lockstep_resend_s: float
     lockstep_subscribers: int  # joint_states subscribers before the first state
+    hold_until_commanded: bool  # paced: time stands at 0 until a non-zero command
     command_timeout_s: float
     command_index: np.ndarray  # (n_cmd,)
     initial_positions: np.ndarray  # (n_act,)
@@ -66,6 +67,7 @@ def sim_settings(values: Mapping[str, object], robot: RobotModel) -> SimSettings
             'lockstep_resend_period', values['lockstep_resend_period']
         ),
         lockstep_subscribers=int(values['lockstep_subscribers']),
+        hold_until_commanded=bool(values['hold_until_commanded']),
         command_timeout_s=_non_negative('command_timeout', values['command_timeout']),
         command_index=_command_index(_strings(values['command_joints']), robot),
         initial_positions=_initial_positions(values, robot),
