@@ -127,7 +127,11 @@ def test_a_params_file_builds_the_scenario(tmp_path):
     assert scenario.name == 'my_panda' and scenario.source == str(path)
     assert [entry.priority for entry in scenario.controller.entries] == [0, 1]
     assert scenario.controller.singular_value_threshold == 0.01
+    assert scenario.controller.joint_limits is not None  # the node's default: on
     check_tick_figures(measure_ticks(scenario, TICKS))
+    params['wbc_controller']['ros__parameters']['joint_limits'] = False
+    path.write_text(yaml.safe_dump(params))
+    assert config_scenario(path, 'panda').controller.joint_limits is None
 
 
 def test_conditioning_section_and_plot(tmp_path):

@@ -120,33 +120,29 @@ def controller_parameters(path: Path) -> dict:
 def config_scenario(
     path: Path, robot_name: str | None = None, name: str | None = None
 ) -> Scenario:
-    """A scenario from a controller params file (task_names / tasks.<name>.* / contacts).
+    """A scenario from a controller params file: the controller `wbc_controller` builds from it.
 
     The robot is the file's `robot_description` or `urdf_path`, else the example robot
-    `robot_name`. Tasks are built by :mod:`wbc_control.config`, as the node
-    builds them.
+    `robot_name`. Settings, tasks and contacts are parsed by :mod:`wbc_control.config` and the
+    controller is the node's (`build_loop`), joint-limit level and effort limits included.
     """
-    from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
+    from wbc_control.config import (
+        build_entries,
+        parse_contacts,
+        parse_controller_settings,
+        parse_tasks,
+    )
+    from wbc_control.control.controller_loop import build_loop
 
     parameters = controller_parameters(path)
     robot = _config_robot(parameters, robot_name, path)
+    settings = parse_controller_settings(robot, parameters)
     specs = parse_tasks(robot, parameters.get('task_names', []), parameters.get('tasks', {}))
-    settings_values = {
-        key: parameters[key]
-        for key in ('command_joints', 'effort_limits', 'torque_rate_limit')
-        if key in parameters
-    }
-    settings = parse_controller_settings(robot, settings_values)
-    threshold = parameters.get('singular_value_threshold', settings.singular_value_threshold)
-    contacts = [Contact.create(robot, frame) for frame in parameters.get('contacts', []) or []]
-    controller = PrioritizedController(
-        robot,
-        build_entries(robot, specs),
-        singular_value_threshold=threshold,
-        effort_limits=settings.effort_limits,
-        torque_rate_limits=settings.torque_rate_limits,
-        contacts=contacts,
+    contacts = parse_contacts(
+        robot, parameters.get('contacts', []) or [], parameters.get('contact_types', []) or []
     )
+    entries = build_entries(robot, specs)
+    controller = build_loop(robot, settings, entries, contacts, 1.0).controller
     uses_com = any(spec.type == ComTask.TYPE for spec in specs)
     return Scenario(name or Path(path).stem, robot, controller, str(path), uses_com)
 
