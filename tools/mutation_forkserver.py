@@ -1,11 +1,13 @@
 """Fork server for `tools/mutation_test.py`: import once, fork one pytest run per mutant.
 
 Started in a copy of the repository (``python mutation_forkserver.py TREE``), it imports what
-no mutant changes (numpy, scipy, Pinocchio, Hypothesis, pytest, the robot model layer and the
-test suite's robot cache, with the example robots loaded), then reads one JSON request per
-line: ``{"argv": [...], "timeout": s, "log": path, "cap": max Hypothesis examples}``. For
-each it forks; the child runs ``pytest.main(argv)`` in TREE with its output in ``log`` and
-imports the mutated control and task modules fresh from disk (the parent never imports
+no mutant changes (numpy, scipy, numba, Pinocchio, Hypothesis, pytest, the robot model layer
+and the test suite's robot cache, with the example robots loaded), then reads one JSON request
+per line: ``{"argv": [...], "timeout": s, "log": path, "cap": max Hypothesis examples,
+"environment": {name: value}}``. For each it forks; the child sets the environment (numba's
+configuration re-read from it, so ``NUMBA_DISABLE_JIT=1`` takes effect for the modules it
+imports next), runs ``pytest.main(argv)`` in TREE with its output in ``log`` and imports the
+mutated control and task modules fresh from disk (the parent never imports
 them). The parent answers with one JSON line ``{"code": exit code, or null on timeout}``.
 """
 
@@ -27,6 +29,7 @@ def preload(tree: Path) -> None:
     sys.path[:0] = [str(tree / 'test'), str(tree), str(tree / 'tools')]
     import eigenpy  # noqa: F401
     import hypothesis  # noqa: F401
+    import numba  # noqa: F401
     import numpy  # noqa: F401
     import pinocchio  # noqa: F401
     import pytest  # noqa: F401
@@ -39,11 +42,16 @@ def preload(tree: Path) -> None:
     assert not leaked, f'the fork server imported mutated modules: {leaked}'
 
 
-def run_child(tree: Path, argv: list[str], log: str, cap: int) -> None:
+def run_child(
+    tree: Path, argv: list[str], log: str, cap: int, environment: dict[str, str]
+) -> None:
     """In the forked child: pytest in `tree`, output to `log`, then exit with its code."""
+    from numba.core import config
     import pytest
 
+    os.environ.update(environment)
     os.environ['WBC_MUTATION_MAX_EXAMPLES'] = str(cap)
+    config.reload_config()  # numba read its configuration when the parent imported it
     os.chdir(tree)
     descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(descriptor, 1)
@@ -80,7 +88,13 @@ def main() -> None:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
-            run_child(tree, request['argv'], request['log'], request.get('cap', 0))
+            run_child(
+                tree,
+                request['argv'],
+                request['log'],
+                request.get('cap', 0),
+                request.get('environment', {}),
+            )
         print(json.dumps({'code': wait(pid, request['timeout'])}), flush=True)
 
 

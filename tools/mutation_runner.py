@@ -1,8 +1,8 @@
 """Running the tests against mutants for `tools/mutation_test.py`: trees, fork servers, workers.
 
 Each worker owns a copy of the repository (never the repository itself) and a fork server in it
-(`tools/mutation_forkserver.py`); a mutant is written into the copy, its tests run, and the
-original file is put back.
+(`tools/mutation_forkserver.py`); a mutant is written into the copy, its tests run (with the
+environment variables its module asks for), and the original file is put back.
 """
 
 from collections.abc import Callable, Sequence
@@ -21,6 +21,10 @@ from mutation_operators import Mutant, mutated_source
 ROOT = Path(__file__).resolve().parents[1]
 #: The tests a mutant of a module runs: module path -> test paths.
 TestsFor = Callable[[str], tuple[str, ...]]
+#: The environment variables a mutant's tests run with: module path -> {name: value}.
+EnvironmentFor = Callable[[str], dict[str, str]]
+#: How a mutant of a module is run: (its tests, their environment).
+Plan = tuple[TestsFor, EnvironmentFor]
 
 
 @dataclass
@@ -85,16 +89,27 @@ class TestRunner:
         assert json.loads(self.server.stdout.readline())['ready']
 
     def run(
-        self, tests: tuple[str, ...], timeout_s: float, max_examples: int = 0
+        self,
+        tests: tuple[str, ...],
+        timeout_s: float,
+        max_examples: int = 0,
+        environment: dict[str, str] | None = None,
     ) -> tuple[str, str]:
         """('passed' | 'failed' | 'timeout', first failing test) of `tests`.
 
-        `max_examples` > 0 caps every Hypothesis test's examples (`mutation_pytest_plugin`).
+        `max_examples` > 0 caps every Hypothesis test's examples (`mutation_pytest_plugin`);
+        `environment` is set in the test process (e.g. ``NUMBA_DISABLE_JIT``).
         """
         log = self.tree / 'pytest.log'
         argv = ['-q', '-x', '-p', 'no:randomly', '-p', 'no:cacheprovider']
         argv += ['-p', 'mutation_pytest_plugin', '--hypothesis-seed=0', *tests]
-        request = {'argv': argv, 'timeout': timeout_s, 'log': str(log), 'cap': max_examples}
+        request = {
+            'argv': argv,
+            'timeout': timeout_s,
+            'log': str(log),
+            'cap': max_examples,
+            'environment': environment or {},
+        }
         self.server.stdin.write(json.dumps(request) + '\n')
         self.server.stdin.flush()
         code = json.loads(self.server.stdout.readline())['code']
@@ -117,10 +132,11 @@ class TestRunner:
 def _worker(
     runner: TestRunner,
     batch: list[Mutant],
-    tests_for: TestsFor,
+    plan: Plan,
     timeout_s: float,
     max_examples: int,
 ) -> list[Outcome]:
+    tests_for, environment_for = plan
     tree = runner.tree
     originals = {m.path: (tree / m.path).read_text() for m in batch}
     outcomes = []
@@ -129,7 +145,9 @@ def _worker(
         started = time.monotonic()
         try:
             target.write_text(mutated_source(mutant, originals[mutant.path]))
-            verdict, failing = runner.run(tests_for(mutant.path), timeout_s, max_examples)
+            verdict, failing = runner.run(
+                tests_for(mutant.path), timeout_s, max_examples, environment_for(mutant.path)
+            )
         finally:
             target.write_text(originals[mutant.path])
         status = {'passed': 'survived', 'failed': 'killed', 'timeout': 'timeout'}[verdict]
@@ -146,7 +164,7 @@ def _worker(
 def _run(
     runners: list[TestRunner],
     selected: list[Mutant],
-    tests_for: TestsFor,
+    plan: Plan,
     timeout_s: float,
     max_examples: int,
 ) -> list[Outcome]:
@@ -154,7 +172,7 @@ def _run(
     batches = [selected[index :: len(runners)] for index in range(len(runners))]
     with concurrent.futures.ThreadPoolExecutor(len(runners)) as pool:
         futures = [
-            pool.submit(_worker, runner, batch, tests_for, timeout_s, max_examples)
+            pool.submit(_worker, runner, batch, plan, timeout_s, max_examples)
             for runner, batch in zip(runners, batches)
         ]
         return [o for future in futures for o in future.result()]
@@ -163,18 +181,19 @@ def _run(
 def survey(
     runners: list[TestRunner],
     selected: list[Mutant],
-    tests_for: TestsFor,
+    plan: Plan,
     timeout_s: float,
     quick_examples: int,
 ) -> list[Outcome]:
     """A quick pass, then its survivors again with every test's own example count.
 
-    The quick pass caps every Hypothesis test at `quick_examples` examples (0: no cap, one pass).
+    `plan` gives each mutant's tests and their environment. The quick pass caps every
+    Hypothesis test at `quick_examples` examples (0: no cap, one pass).
     """
-    outcomes = _run(runners, selected, tests_for, timeout_s, quick_examples)
+    outcomes = _run(runners, selected, plan, timeout_s, quick_examples)
     if quick_examples > 0:
         survivors = [o.mutant for o in outcomes if o.status == 'survived']
         print(f'\nsecond pass: {len(survivors)} survivors with full examples', flush=True)
-        again = {o.mutant.ident: o for o in _run(runners, survivors, tests_for, timeout_s, 0)}
+        again = {o.mutant.ident: o for o in _run(runners, survivors, plan, timeout_s, 0)}
         outcomes = [again.get(o.mutant.ident, o) for o in outcomes]
     return outcomes

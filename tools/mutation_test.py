@@ -15,11 +15,19 @@ reproducible. A first pass caps every Hypothesis test at ``--quick-examples`` ex
 (``tools/mutation_pytest_plugin.py``); its survivors are run again with the tests' own example
 counts, and only those verdicts are reported.
 
+The numba kernels (``control/level_kernel.py``, ``control/symmetric_eigen.py``) are mutated
+with ``NUMBA_DISABLE_JIT=1`` in their tests' environment (``ENVIRONMENT_BY_MODULE``): numba then
+returns the plain Python functions, which mean the same as the compiled ones (the same
+arithmetic in float64, the same loops), so a mutant costs its tests' run instead of a
+recompilation of the kernel (about 20 s). The tests of every other module run the compiled
+kernel, loaded from numba's cache.
+
 Usage (from the repository root)::
 
     .venv-kilted/bin/python tools/mutation_test.py --jobs 2 --report mutation_report.json
     .venv-kilted/bin/python tools/mutation_test.py --list            # the mutants, not run
     .venv-kilted/bin/python tools/mutation_test.py --only 12 40      # some of them
+    .venv-kilted/bin/python tools/mutation_test.py --module wbc_control/control/level_kernel.py
 """
 
 import argparse
@@ -43,6 +51,9 @@ MODULES = (
     'wbc_control/tasks/frame_orientation.py',
     'wbc_control/tasks/frame_pose.py',
     'wbc_control/tasks/com.py',
+    # Appended, so the numbers of the modules above stay those of earlier runs.
+    'wbc_control/control/level_kernel.py',
+    'wbc_control/control/symmetric_eigen.py',
 )
 #: Fastest and most specific first: with -x a killed mutant stops at its first failure.
 TESTS = (
@@ -60,6 +71,18 @@ TESTS = (
 )
 #: The tests that exercise each module, most specific first; a mutant runs these only.
 TESTS_BY_MODULE = {
+    'wbc_control/control/symmetric_eigen.py': (
+        'test/core/test_level_kernel.py',
+        'test/core/test_prioritized_controller.py',
+        'test/core/test_singularity.py',
+    ),
+    'wbc_control/control/level_kernel.py': (
+        'test/core/test_level_kernel.py',
+        'test/core/test_prioritized_controller.py',
+        'test/core/test_priority_properties.py',
+        'test/core/test_singularity.py',
+        'test/core/test_contacts.py',
+    ),
     'wbc_control/control/torque_limits.py': (
         'test/core/test_torque_limits.py',
         'test/core/test_prioritized_controller.py',
@@ -80,6 +103,11 @@ TESTS_BY_MODULE = {
         'test/core/test_contacts.py',
     ),
 }
+#: Environment of a mutant's tests by module: the kernels run as Python (the module docstring).
+ENVIRONMENT_BY_MODULE = {
+    'wbc_control/control/level_kernel.py': {'NUMBA_DISABLE_JIT': '1'},
+    'wbc_control/control/symmetric_eigen.py': {'NUMBA_DISABLE_JIT': '1'},
+}
 TIMEOUT_S = 600.0
 
 
@@ -88,11 +116,19 @@ def tests_for(path: str) -> tuple[str, ...]:
     return next((t for prefix, t in TESTS_BY_MODULE.items() if path.startswith(prefix)), TESTS)
 
 
+def environment_for(path: str) -> dict[str, str]:
+    """The environment variables of the tests of a mutant of `path` (`ENVIRONMENT_BY_MODULE`)."""
+    return ENVIRONMENT_BY_MODULE.get(path, {})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Copy the tree, check the unmutated tests pass, run every mutant, report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--jobs', type=int, default=1, help='parallel workers (one copy each)')
     parser.add_argument('--only', type=int, nargs='*', help='run only these mutant numbers')
+    parser.add_argument(
+        '--module', nargs='*', metavar='PATH', help='run only the mutants of these modules'
+    )
     parser.add_argument('--list', action='store_true', help='list the mutants and exit')
     parser.add_argument('--worktree', action='store_true', help='copy the working tree')
     parser.add_argument('--report', type=Path, help='write the outcomes as JSON here')
@@ -119,19 +155,27 @@ def main(argv: list[str] | None = None) -> int:
         if arguments.only:
             wanted = set(arguments.only)
             selected = [m for m in selected if m.ident in wanted]
+        if arguments.module:
+            selected = [m for m in selected if m.path in arguments.module]
         if arguments.list:
             for mutant in selected:
                 print(f'[{mutant.ident:4d}] {mutant.path}:{mutant.line} {mutant.description}')
             return 0
         runners = [TestRunner(tree) for tree in trees]
         try:
-            for tests in sorted({tests_for(m.path) for m in selected} | {TESTS}):
-                baseline, failing = runners[0].run(tests, arguments.timeout)
+            paths = {m.path for m in selected}
+            plans = {(tests_for(p), tuple(environment_for(p).items())) for p in paths}
+            for tests, environment in sorted(plans | {(TESTS, ())}):
+                baseline, failing = runners[0].run(tests, arguments.timeout, 0, dict(environment))
                 if baseline != 'passed':
                     print(f'the unmutated tests do not pass ({failing}); nothing to measure')
                     return 2
             outcomes = survey(
-                runners, selected, tests_for, arguments.timeout, arguments.quick_examples
+                runners,
+                selected,
+                (tests_for, environment_for),
+                arguments.timeout,
+                arguments.quick_examples,
             )
         finally:
             for runner in runners:

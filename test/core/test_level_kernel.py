@@ -7,6 +7,7 @@ counts, q̈ and torques on real robots, near singularities and on rows without a
 
 from functools import cache
 
+from numba.core import config
 import numpy as np
 import pytest
 from robots import random_state, robot, shipped_controller
@@ -248,6 +249,7 @@ def test_held_joints_update_acceleration_and_null_space_like_the_reference():
         assert close(null_space, expected_null)
 
 
+@pytest.mark.skipif(config.DISABLE_JIT, reason='NUMBA_DISABLE_JIT=1: nothing is compiled')
 def test_kernel_arguments_of_another_type_are_refused_not_compiled():
     with pytest.raises(TypeError):
         symmetric_eigen(np.eye(3, dtype=np.float32), np.empty(3), np.empty((3, 3)))
