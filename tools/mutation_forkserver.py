@@ -1,9 +1,9 @@
 """Fork server for `tools/mutation_test.py`: import once, fork one pytest run per mutant.
 
 Started in a copy of the repository (``python mutation_forkserver.py TREE``), it imports what
-no mutant changes (numpy, scipy, numba, Pinocchio, Hypothesis, pytest, the robot model layer
-and the test suite's robot cache, with the example robots loaded), then reads one JSON request
-per line: ``{"argv": [...], "timeout": s, "log": path, "cap": max Hypothesis examples,
+no mutant changes (numpy, scipy, numba, Pinocchio, Hypothesis, pytest and the robot model
+layer; not the test suite's `robots` helper, which imports the controller), then reads one JSON
+request per line: ``{"argv": [...], "timeout": s, "log": path, "cap": max Hypothesis examples,
 "environment": {name: value}}``. For each it forks; the child sets the environment (numba's
 configuration re-read from it, so ``NUMBA_DISABLE_JIT=1`` takes effect for the modules it
 imports next), runs ``pytest.main(argv)`` in TREE with its output in ``log`` and imports the
@@ -18,8 +18,6 @@ import signal
 import sys
 import time
 
-#: Robots the core tests load; parsing their URDFs once saves seconds per mutant.
-PRELOADED_ROBOTS = ('panda', 'ur5', 'talos', 'solo12')
 #: Must stay unimported in the parent: the mutants live there.
 MUTATED_PACKAGES = ('wbc_control.control', 'wbc_control.tasks')
 
@@ -33,11 +31,11 @@ def preload(tree: Path) -> None:
     import numpy  # noqa: F401
     import pinocchio  # noqa: F401
     import pytest  # noqa: F401
-    import robots
     import scipy.linalg  # noqa: F401
 
-    for name in PRELOADED_ROBOTS:
-        robots.robot(name)
+    import wbc_control.model.robot_model  # noqa: F401
+    import wbc_control.model.robot_state  # noqa: F401
+
     leaked = [m for m in sys.modules if m.startswith(MUTATED_PACKAGES)]
     assert not leaked, f'the fork server imported mutated modules: {leaked}'
 
