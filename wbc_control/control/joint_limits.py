@@ -60,7 +60,7 @@ near a limit.
 """
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -69,6 +69,9 @@ from wbc_control.control.level_kernel import EXACT, LAW, level_step
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
+
+if TYPE_CHECKING:
+    from wbc_control.control.level_search import LevelSearch
 
 #: Default distance (rad, or m for prismatic joints) of the wall inside each URDF limit.
 DEFAULT_JOINT_LIMIT_MARGIN = 0.05
@@ -129,6 +132,8 @@ class JointLimits:
         self.upper_wall = upper - inset
         self.joint_names = tuple(robot.joint_names)
         self._v = robot.indices.v
+        #: Each actuated joint's velocity index, `(n_act,)` int64 (for the compiled search).
+        self.velocity_indices = np.asarray(robot.indices.v, dtype=np.int64)
         self._rows = np.zeros((robot.n_actuated, robot.nv))  # (n_act, nv) eᵢᵀ
         self._rows[np.arange(robot.n_actuated), self._v] = 1.0
 
@@ -234,12 +239,12 @@ class JointLimits:
         return best or tried
 
     def saturate_levels(
-        self,
-        bounds: tuple[np.ndarray, np.ndarray],
-        run: Callable[[list[tuple[JointLimitLevel | None, float]]], tuple[np.ndarray, object]],
-        count: int,
+        self, bounds: tuple[np.ndarray, np.ndarray], search: 'LevelSearch', count: int
     ) -> list[tuple[JointLimitLevel | None, float]]:
         """Multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2): a scale per level.
+
+        The readable reference: the controller runs the same search with each level's loop
+        compiled (`LevelSearch.saturate_levels`); test/core/test_sns_kernel.py holds them equal.
 
         Level k, highest first, with the saturated sets and scales of the levels above fixed:
         q̈ₖ(s) = q̈ₖ₋₁ + s Δₖ is affine in its own scale, so `plan` finds the set, saturated
@@ -248,15 +253,19 @@ class JointLimits:
 
         Args:
             bounds: (a⁻, a⁺) of `bounds`.
-            run: limits ↦ (q̈ after the first len(limits) levels, reports), limits[k] = (the
-                joints saturated just above level k, sₖ).
+            search: the recursion advanced level by level
+                (`wbc_control.control.level_search.LevelSearch`): `try_set(level)` gives
+                (q̈₀, q̈₁) of the next level with the joints of `level` held, `settle(level,
+                scale)` fixes it; its q̈ is the result once every level is settled.
             count: the number of levels.
+
+        Returns limits[k] = (the joints saturated just above level k, sₖ).
         """
         limits: list[tuple[JointLimitLevel | None, float]] = []
         for _ in range(count):
             held, level, best = self.combined(limits)[0], None, None
             for _ in range(len(self.joint_names) + 1):
-                base, full = run([*limits, (level, 0.0)])[0], run([*limits, (level, 1.0)])[0]
+                base, full = search.try_set(level)
                 scale, following = self.plan(base, full, bounds, level, held)
                 tried = (level, 0.0 if scale is None else scale)
                 if scale is not None and (best is None or scale > best[1]):
@@ -268,6 +277,7 @@ class JointLimits:
                 level = following
             # Below level 0, leaving level k out keeps the bounds the levels above kept.
             limits.append(best or ((None, 0.0) if limits else tried))
+            search.settle(*limits[-1])
         return limits
 
     def combined(
@@ -312,6 +322,12 @@ class JointLimits:
             held |= outside
             target[outside] = np.clip(fitted, lower, upper)[outside]
         return fitted
+
+    def saturated(self, active: np.ndarray, values: np.ndarray) -> JointLimitLevel | None:
+        """The joints `active` `(n_act,)` held at `values` `(n_act,)`; None if there are none."""
+        if not active.any():
+            return None
+        return JointLimitLevel(self._rows[active], values[active], active.copy())
 
     def _with(
         self, level: JointLimitLevel | None, added: np.ndarray, values: np.ndarray

@@ -68,6 +68,7 @@ from wbc_control.control.controller_types import (
 )
 from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, fits, hold, task_scale
 from wbc_control.control.level_kernel import BLOCKING, KEEP, LAW, level_step
+from wbc_control.control.level_search import LevelSearch
 from wbc_control.control.task_activation import (
     Stack,
     Stacks,
@@ -267,9 +268,12 @@ class PrioritizedController:
             bounds, base = self.joint_limits.bounds(state), None
             inside = self.joint_limits.within(acceleration, bounds)
             if not inside and level_terms:  # saturated and scaled level by level
-                run = partial(recursion, None)
-                limits = self.joint_limits.saturate_levels(bounds, run, len(level_terms))
-                acceleration, level_reports = recursion(None, limits)
+                stats, threshold = self._unsolved.copy(), self.singular_value_threshold
+                terms = (level_terms, self._sqrt_weights, threshold, stats)
+                search = LevelSearch(inverse_inertia, start, *terms)
+                limits = search.saturate_levels(self.joint_limits, bounds)
+                acceleration = search.acceleration
+                level_reports = LazyReports(level_health, self.levels, self._generic_ranks, stats)
                 limit_level, scale = self.joint_limits.combined(limits)
             elif not inside:  # no tasks: q̈₀ alone
                 limit_level, base, acceleration, level_reports, scale = self.joint_limits.saturate(

@@ -1,0 +1,93 @@
+"""The compiled SNS search against its numpy reference, level by level.
+
+`JointLimits.saturate_levels` with `JointLimits.plan` (joint_limits.py) is the readable
+multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2); the controller runs
+`LevelSearch.saturate_levels`, whose per-level search is `sns_kernel.search_level`. Both must
+choose the same saturated joints at the same targets and scales and give the same q̈, on real
+robots (fixed base, and floating base under contacts, where q̈ does not start at zero) and on
+states where the search has to saturate several joints and scale levels down.
+"""
+
+from functools import cache
+
+import numpy as np
+import pytest
+from robots import core_controller, random_state, robot, shipped_controller, shipped_parameters
+
+from wbc_control.control.joint_limits import JointLimits
+from wbc_control.control.level_search import LevelSearch
+
+TOLERANCE = 1e-9
+STACKS = ('panda', 'panda_three_levels', 'talos', 'solo12')
+#: Where the random states ask more than the bounds give: levels scaled, lower ones saturated.
+SCALED_STACKS = ('talos',)
+
+
+@cache
+def controller(stack: str):
+    """A shipped stack with the joint-limit level on; for the Panda also three levels."""
+    if stack == 'panda_three_levels':
+        parameters = dict(shipped_parameters('panda_controller'))
+        elbow = {'type': 'frame_position', 'frame': 'panda_link4', 'priority': 1, 'kp': 50.0}
+        parameters['tasks'] = dict(parameters['tasks'], elbow=elbow)
+        parameters['tasks']['posture'] = dict(parameters['tasks']['posture'], priority=2)
+        parameters['task_names'] = ['hand', 'elbow', 'posture']
+        built = core_controller(robot('panda'), parameters)
+    else:
+        built = shipped_controller(stack)
+    built.joint_limits = JointLimits(built.robot)
+    return built
+
+
+def search_inputs(stack: str, seed: int):
+    """(LevelSearch factory, the level count, JointLimits, bounds) at a random fast state."""
+    control = controller(stack)
+    state = random_state(control.robot, seed, speed=2.0)
+    control.compute(state)  # the tasks write the level terms the search reads
+    if control.contacts:
+        inverse_inertia, _, _, start = control._constraint(state)
+    else:
+        inverse_inertia, start = state.inverse_mass_matrix, np.zeros(state.model.nv)
+    terms = [(None, jacobian.copy(), None, target.copy()) for _, jacobian, _, target in
+             control._level_terms]  # fmt: skip
+    threshold = control.singular_value_threshold
+
+    def new_search() -> LevelSearch:
+        stats = np.full((len(terms), 3), np.nan)
+        return LevelSearch(inverse_inertia, start, terms, control._sqrt_weights, threshold, stats)
+
+    limits = control.joint_limits
+    return new_search, len(terms), limits, limits.bounds(state)
+
+
+def close(actual: np.ndarray, expected: np.ndarray) -> bool:
+    scale = max(float(np.abs(expected).max(initial=0.0)), 1.0)
+    return float(np.abs(actual - expected).max(initial=0.0)) <= TOLERANCE * scale
+
+
+@pytest.mark.parametrize('stack', STACKS)
+def test_the_compiled_search_chooses_the_reference_sets_scales_and_acceleration(stack):
+    saturated_levels, scaled_levels, lower_saturated = 0, 0, 0
+    for seed in range(12):
+        new_search, count, limits, bounds = search_inputs(stack, seed)
+        reference_search, compiled_search = new_search(), new_search()
+        expected = limits.saturate_levels(bounds, reference_search, count)
+        actual = compiled_search.saturate_levels(limits, bounds)
+        assert len(actual) == len(expected) == count
+        for (level, scale), (expected_level, expected_scale) in zip(actual, expected):
+            assert scale == pytest.approx(expected_scale, abs=TOLERANCE)
+            assert (level is None) == (expected_level is None), (seed, level, expected_level)
+            if level is not None:
+                assert level.active.tolist() == expected_level.active.tolist()
+                assert close(level.target, expected_level.target)
+                np.testing.assert_array_equal(level.jacobian, expected_level.jacobian)
+                saturated_levels += 1
+                lower_saturated += level is not actual[0][0]
+            scaled_levels += scale < 1.0
+        assert close(compiled_search.acceleration, reference_search.acceleration)
+        np.testing.assert_allclose(compiled_search.stats, reference_search.stats, rtol=1e-6)
+    # The states exercise the search: joints saturated, and (where the stack asks more than
+    # the bounds give) levels scaled down.
+    assert saturated_levels >= 6, saturated_levels
+    assert scaled_levels >= 3 or stack not in SCALED_STACKS, scaled_levels
+    assert lower_saturated >= 1 or stack not in SCALED_STACKS

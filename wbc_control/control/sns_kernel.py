@@ -1,0 +1,208 @@
+"""One level's saturation-in-the-null-space search as one compiled call (numba).
+
+The inner loop of the multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2) for level k,
+the levels above it settled (q̈ and N after them given): try a saturated set of joints, held at
+their bounds by rows eᵢᵀ just above level k (`level_step` with the exact null-space update);
+with q̈₀ (level k left out) and q̈₁ (in full), q̈(s) = q̈₀ + s (q̈₁ − q̈₀) is affine in the level's
+scale s; find the largest s ∈ [0, 1] that keeps the free joints within [a⁻, a⁺]; saturate the
+joint that limits it at the bound it reaches, and try again, at most once per joint. Free
+joints that q̈₀ itself drives out of their bounds are saturated at once (no scale for that set).
+The result is the set with the largest s whose q̈(s) keeps every joint within its bounds.
+
+`JointLimits.saturate_levels` with `JointLimits.plan` (joint_limits.py) is the readable
+reference of the same search, run level by level through `LevelSearch.try_set`;
+test/core/test_sns_kernel.py holds the two equal. At these sizes (7 to 40 joints, a handful of
+tries per level) the numpy reference spends most of its time in per-call overhead.
+
+Compiled for explicit signatures when imported, from numba's on-disk cache after the first time.
+"""
+
+import numba
+from numba import boolean, float64, int64, types
+import numpy as np
+
+from wbc_control.control.level_kernel import EXACT, KEEP, level_step
+
+_MATRIX = types.Array(float64, 2, 'A', readonly=True)
+_VECTOR = types.Array(float64, 1, 'A', readonly=True)
+_INDEX = types.Array(int64, 1, 'A', readonly=True)
+_FLAGS = types.Array(boolean, 1, 'A', readonly=True)
+_LAW = types.UniTuple(float64, 5)
+#: (bound tolerance, level tolerance) of joint_limits.py, handed over as an argument: numba's
+#: cache would keep the values module constants of another file had when it compiled.
+_TOLERANCES = types.UniTuple(float64, 2)
+
+
+@numba.njit(cache=True, nogil=True)
+def _hold(
+    inverse_inertia, acceleration, null_space, first, joints, active, values, threshold, law
+):
+    """Hold the `active` joints at `values` by rows eᵢᵀ (q̈, N in place); the new `first`."""
+    count = 0
+    for i in range(active.shape[0]):
+        count += active[i]
+    if count == 0:
+        return first
+    rows = np.zeros((count, acceleration.shape[0]))
+    target = np.empty(count)
+    row = 0
+    for i in range(active.shape[0]):
+        if active[i]:
+            rows[row, joints[i]] = 1.0
+            target[row] = values[i]
+            row += 1
+    stats = np.empty(3)
+    weights = np.ones(count)
+    level_step(
+        rows, target, weights, inverse_inertia, null_space, first, threshold, 1.0, False,
+        EXACT, law, acceleration, stats,
+    )  # fmt: skip
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _within(unforced, full, scale, joints, lower, upper, tolerance):
+    """Whether q̈₀ + s (q̈₁ − q̈₀) keeps every joint within [a⁻ − tol, a⁺ + tol]."""
+    for i in range(joints.shape[0]):
+        j = joints[i]
+        value = unforced[j] + scale * (full[j] - unforced[j])
+        if not (value <= upper[i] + tolerance and value >= lower[i] - tolerance):
+            return False  # NaN too
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _saturate_outside(unforced, joints, lower, upper, free, tolerance, active, values):
+    """Saturate the free joints q̈₀ drives out of bounds, at the bound; whether there were any."""
+    found = False
+    for i in range(joints.shape[0]):
+        value = unforced[joints[i]]
+        if free[i] and (value > upper[i] + tolerance or value < lower[i] - tolerance):
+            active[i] = True
+            values[i] = min(max(value, lower[i]), upper[i])
+            found = True
+    return found
+
+
+@numba.njit(cache=True, nogil=True)
+def _limiting_joint(unforced, full, joints, lower, upper, free, tolerance):
+    """(the largest scale in [0, 1] within the free joints' bounds, the joint that sets it)."""
+    critical, room = 0, np.inf
+    for i in range(joints.shape[0]):
+        change = full[joints[i]] - unforced[joints[i]]
+        if free[i] and abs(change) > tolerance:
+            edge = upper[i] if change > 0.0 else lower[i]
+            joint_room = (edge - unforced[joints[i]]) / change
+            if joint_room < room:
+                critical, room = i, joint_room
+    return min(max(room, 0.0), 1.0), critical
+
+
+@numba.njit(
+    types.float64(
+        _MATRIX, _VECTOR, _MATRIX, boolean, _MATRIX, _VECTOR, _VECTOR, float64, _LAW, _INDEX,
+        _VECTOR, _VECTOR, _FLAGS, boolean, _TOLERANCES, boolean[::1], float64[::1],
+    ),
+    cache=True,
+    nogil=True,
+)  # fmt: skip
+def search_level(
+    inverse_inertia,
+    settled,
+    null_space,
+    first,
+    jacobian,
+    target,
+    sqrt_weights,
+    threshold,
+    law,
+    joints,
+    lower,
+    upper,
+    held,
+    top,
+    tolerances,
+    active,
+    values,
+):  # pragma: no cover - runs compiled
+    """The saturated set and scale of the next level (the module docstring).
+
+    Args:
+        inverse_inertia: M⁻¹, or M† under contacts `(nv, nv)`.
+        settled: q̈ after the settled levels `(nv,)`.
+        null_space: N after them `(nv, nv)`; ignored when `first` (N = I).
+        first: no level is settled.
+        jacobian: the level's J `(m, nv)`.
+        target: its ẍ* − J̇v `(m,)`.
+        sqrt_weights: its √w per row `(m,)`.
+        threshold: ε of the task inertia.
+        law: `level_kernel.LAW`.
+        joints: each actuated joint's velocity index `(n,)`.
+        lower: a⁻ `(n,)`.
+        upper: a⁺ `(n,)`.
+        held: joints saturated by the levels above `(n,)`: not free.
+        top: level 0 (if no set keeps the bounds, the last one tried is used, else none).
+        tolerances: (bound tolerance, level tolerance).
+        active: written with the chosen set's joints `(n,)`.
+        values: written with their targets `(n,)` (where `active`).
+
+    Returns the level's scale.
+    """
+    n, nv = joints.shape[0], settled.shape[0]
+    bound_tolerance, level_tolerance = tolerances
+    unforced, full = np.empty(nv), np.empty(nv)
+    work_null_space = np.empty((nv, nv))
+    stats = np.empty(3)
+    trying, trying_values = np.zeros(n, dtype=np.bool_), np.zeros(n)
+    free = np.empty(n, dtype=np.bool_)
+    best_scale, tried_scale = -1.0, 0.0
+    tried, tried_values = np.zeros(n, dtype=np.bool_), np.zeros(n)
+    for _ in range(n + 1):
+        unforced[:] = settled
+        if not first:
+            work_null_space[:, :] = null_space
+        inner_first = _hold(
+            inverse_inertia, unforced, work_null_space, first, joints, trying, trying_values,
+            threshold, law,
+        )  # fmt: skip
+        full[:] = unforced
+        level_step(
+            jacobian, target, sqrt_weights, inverse_inertia, work_null_space, inner_first,
+            threshold, 1.0, True, KEEP, law, full, stats,
+        )  # fmt: skip
+        tried[:] = trying
+        tried_values[:] = trying_values
+        tried_scale = 0.0
+        any_free = False
+        for i in range(n):
+            free[i] = not (trying[i] or held[i])
+            any_free |= free[i]
+        if _saturate_outside(
+            unforced, joints, lower, upper, free, bound_tolerance, trying, trying_values
+        ):
+            continue  # no scale keeps this set within the bounds
+        scale, critical = _limiting_joint(
+            unforced, full, joints, lower, upper, free, bound_tolerance
+        )
+        tried_scale = scale
+        if scale > best_scale and _within(
+            unforced, full, scale, joints, lower, upper, level_tolerance
+        ):
+            best_scale = scale
+            active[:] = trying
+            values[:] = trying_values
+        if scale >= 1.0 or not any_free:
+            break
+        joint = joints[critical]
+        trying[critical] = True
+        trying_values[critical] = (
+            upper[critical] if full[joint] > unforced[joint] else lower[critical]
+        )
+    if best_scale >= 0.0:
+        return best_scale
+    if top:
+        active[:] = tried
+        values[:] = tried_values
+        return tried_scale
+    active[:] = False
+    return 0.0
