@@ -20,7 +20,8 @@ with ``NUMBA_DISABLE_JIT=1`` in their tests' environment (``ENVIRONMENT_BY_MODUL
 returns the plain Python functions, which mean the same as the compiled ones (the same
 arithmetic in float64, the same loops), so a mutant costs its tests' run instead of a
 recompilation of the kernel (about 20 s). The tests of every other module run the compiled
-kernel, loaded from numba's cache.
+kernel, loaded from numba's cache. Mutants of the compiled signatures (argument types) mean
+nothing without the compiler: ``--jit`` runs them compiled.
 
 Usage (from the repository root)::
 
@@ -129,6 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         '--module', nargs='*', metavar='PATH', help='run only the mutants of these modules'
     )
+    parser.add_argument(
+        '--jit',
+        action='store_true',
+        help='no ENVIRONMENT_BY_MODULE: the kernels compiled (for mutants of their signatures)',
+    )
     parser.add_argument('--list', action='store_true', help='list the mutants and exit')
     parser.add_argument('--worktree', action='store_true', help='copy the working tree')
     parser.add_argument('--report', type=Path, help='write the outcomes as JSON here')
@@ -162,9 +168,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f'[{mutant.ident:4d}] {mutant.path}:{mutant.line} {mutant.description}')
             return 0
         runners = [TestRunner(tree) for tree in trees]
+        environments = (lambda _: {}) if arguments.jit else environment_for
         try:
             paths = {m.path for m in selected}
-            plans = {(tests_for(p), tuple(environment_for(p).items())) for p in paths}
+            plans = {(tests_for(p), tuple(environments(p).items())) for p in paths}
             for tests, environment in sorted(plans | {(TESTS, ())}):
                 baseline, failing = runners[0].run(tests, arguments.timeout, 0, dict(environment))
                 if baseline != 'passed':
@@ -173,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             outcomes = survey(
                 runners,
                 selected,
-                (tests_for, environment_for),
+                (tests_for, environments),
                 arguments.timeout,
                 arguments.quick_examples,
             )
