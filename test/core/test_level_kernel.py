@@ -164,6 +164,43 @@ def test_rows_without_authority_are_dropped_like_the_reference():
     assert counts == (np.inf, 0.0, 0.0) and not empty[0].any() and not empty[1].any()
 
 
+def kernel_inertia(phi, sqrt_weights, threshold, mobility, jacobian, need_blocking=True):
+    """(Λ, Λ_N, (condition, rank, damped)) by the kernel; `jacobian` None: no kinematic term."""
+    inertia, blocking = np.empty_like(phi), np.empty_like(phi)
+    kinematic = jacobian is not None
+    rows = jacobian if kinematic else np.zeros((len(phi), 1))
+    stats = task_inertia(
+        phi, sqrt_weights, mobility, rows, kinematic, need_blocking, threshold, LAW, inertia,
+        blocking,
+    )  # fmt: skip
+    return inertia, blocking, stats
+
+
+def test_task_inertia_is_free_of_the_units_of_phi():
+    """Λ(cΦ) = Λ(Φ)/c for c from 1e-14 to 1e14, a row without authority dropped at every c.
+
+    Φ = J Jᵀ (M⁻¹ = I) with the third row 1e-7 times the others: its mobility is 1e-14 of the
+    largest, under the no-authority floor, so Λ's third row and column are zero; the others
+    are the exact inverse of the first two rows' Φ. The floor is relative (no unit of Φ is
+    assumed), so the same holds when Φ is in any unit.
+    """
+    rng = np.random.default_rng(4)
+    jacobian = rng.standard_normal((3, 7))
+    jacobian[2] *= 1e-7
+    phi = jacobian @ jacobian.T
+    expected = np.zeros((3, 3))
+    expected[:2, :2] = np.linalg.inv(phi[:2, :2])
+    for c in (1e-14, 1e-6, 1.0, 1e6, 1e14):
+        inertia, blocking, (_, rank, damped) = kernel_inertia(
+            c * phi, np.ones(3), 1e-3, c * phi.diagonal().copy(), None
+        )
+        assert close(c * inertia, expected), c
+        assert close(c * blocking, expected), c
+        assert (rank, damped) == (2.0, 0.0), c
+        reference = regularized_task_inertia(c * phi, np.ones(3), 1e-3, c * phi.diagonal())
+        assert close(inertia, reference.inertia), c
+
+
 @pytest.mark.parametrize('name', ROBOTS)
 def test_level_steps_give_the_reference_acceleration_and_null_space(name):
     threshold = controller(name).singular_value_threshold
