@@ -2,7 +2,7 @@
 
 `JointLimits.saturate_levels` with `JointLimits.plan` (joint_limits.py) is the readable
 multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2); the controller runs
-`LevelSearch.saturate_levels`, whose per-level search is `sns_kernel.search_level`. Both must
+`LevelSearch.saturate_levels`, whose per-level search is `joint_limit_kernel.search_level`. Both must
 choose the same saturated joints at the same targets and scales and give the same q̈, on real
 robots (fixed base, and floating base under contacts, where q̈ does not start at zero) and on
 states where the search has to saturate several joints and scale levels down.

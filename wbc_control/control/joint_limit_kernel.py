@@ -1,26 +1,30 @@
-"""One level's saturation-in-the-null-space search as one compiled call (numba).
+"""The joint-limit level's per-tick work as compiled calls (numba).
 
-The inner loop of the multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2) for level k,
-the levels above it settled (q̈ and N after them given): try a saturated set of joints, held at
-their bounds by rows eᵢᵀ just above level k (`level_step` with the exact null-space update);
-with q̈₀ (level k left out) and q̈₁ (in full), q̈(s) = q̈₀ + s (q̈₁ − q̈₀) is affine in the level's
-scale s; find the largest s ∈ [0, 1] that keeps the free joints within [a⁻, a⁺]; saturate the
-joint that limits it at the bound it reaches, and try again, at most once per joint. Free
-joints that q̈₀ itself drives out of their bounds are saturated at once (no scale for that set).
-The result is the set with the largest s whose q̈(s) keeps every joint within its bounds.
+`search_level` is the inner loop of the multi-task SNS (Flacco, De Luca & Khatib 2012,
+Algorithm 2) for level k, the levels above it settled (q̈ and N after them given): try a
+saturated set of joints, held at their bounds by rows eᵢᵀ just above level k (`level_step` with
+the exact null-space update); with q̈₀ (level k left out) and q̈₁ (in full), q̈(s) = q̈₀ +
+s (q̈₁ − q̈₀) is affine in the level's scale s; find the largest s ∈ [0, 1] that keeps the free
+joints within [a⁻, a⁺]; saturate the joint that limits it at the bound it reaches, and try
+again, at most once per joint. Free joints that q̈₀ itself drives out of their bounds are
+saturated at once (no scale for that set). The result is the set with the largest s whose
+q̈(s) keeps every joint within its bounds. `JointLimits.saturate_levels` with
+`JointLimits.plan` (joint_limits.py) is the readable reference of the same search, run level by
+level through `LevelSearch.try_set`; test/core/test_joint_limit_kernel.py holds the two equal.
 
-`JointLimits.saturate_levels` with `JointLimits.plan` (joint_limits.py) is the readable
-reference of the same search, run level by level through `LevelSearch.try_set`;
-test/core/test_sns_kernel.py holds the two equal. At these sizes (7 to 40 joints, a handful of
-tries per level) the numpy reference spends most of its time in per-call overhead.
+`acceleration_bounds` computes [a⁻, a⁺] and `fitted_acceleration` the torque fit; they are
+the only implementation of `JointLimits.bounds` and `JointLimits.fit_torque`.
 
-Compiled for explicit signatures when imported, from numba's on-disk cache after the first time.
+At these sizes (7 to 40 joints, a handful of tries per level) numpy spent most of the time in
+per-call overhead. Compiled for explicit signatures when imported, from numba's on-disk cache
+after the first time.
 """
 
 import numba
 from numba import boolean, float64, int64, types
 import numpy as np
 
+from wbc_control.control.bounded_least_squares import box_least_squares
 from wbc_control.control.level_kernel import EXACT, KEEP, level_step
 
 _MATRIX = types.Array(float64, 2, 'A', readonly=True)
@@ -206,3 +210,79 @@ def search_level(
         return tried_scale
     active[:] = False
     return 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _ceiling(distance, max_speed, kp, kd, deceleration):  # pragma: no cover - runs compiled
+    """v⁺(d): inf for a joint without limits (d = inf) and no velocity limit."""
+    ceiling = min((kp / kd) * distance, max_speed)
+    if distance > 0.0:
+        ceiling = min(ceiling, np.sqrt(2.0 * deceleration * abs(distance)))
+    return ceiling
+
+
+@numba.njit(
+    types.void(
+        _VECTOR, _VECTOR, _VECTOR, _VECTOR, _VECTOR, float64, float64, float64, float64[::1],
+        float64[::1],
+    ),
+    cache=True,
+    nogil=True,
+)  # fmt: skip
+def acceleration_bounds(
+    positions, velocities, lower_wall, upper_wall, max_speed, kp, kd, deceleration, lower, upper
+):  # pragma: no cover - runs compiled
+    """Write a⁻ and a⁺ of every joint (`JointLimits.bounds`, joint_limits.py's docstring).
+
+    aᵢ⁺ = kd (v⁺(dᵢ) − q̇ᵢ) with v⁺(d) = min(ω d, √(2 A d), v_max), d the distance to the upper
+    wall, and symmetrically aᵢ⁻; a⁻ ≤ a⁺ even where both walls are close.
+    """
+    for i in range(positions.shape[0]):
+        up = _ceiling(upper_wall[i] - positions[i], max_speed[i], kp, kd, deceleration)
+        down = _ceiling(positions[i] - lower_wall[i], max_speed[i], kp, kd, deceleration)
+        upper[i] = kd * (up - velocities[i])
+        lower[i] = min(kd * (-down - velocities[i]), upper[i])
+
+
+@numba.njit(
+    float64[::1](
+        _MATRIX, _VECTOR, _VECTOR, _FLAGS, _VECTOR, _VECTOR, _VECTOR, _VECTOR, _TOLERANCES
+    ),
+    cache=True,
+    nogil=True,
+)  # fmt: skip
+def fitted_acceleration(
+    inverse_inertia, bias, acceleration, held, lower, upper, torque_lower, torque_upper, fit
+):  # pragma: no cover - runs compiled
+    """The q̈ nearest `acceleration` whose torque M q̈ + h is within the torque range.
+
+    `JointLimits.fit_torque`'s loop (fully actuated fixed base: q̈ and the joints share
+    indices): least squares in τ within [τ⁻, τ⁺] (`box_least_squares`), the `held` joints and
+    any the fit drives beyond [a⁻, a⁺] weighed fit[0] times as much, the latter held at the
+    bound from then on; a joint counts as beyond past fit[1] (rad/s²).
+    """
+    held_weight, tolerance = fit
+    size = acceleration.shape[0]
+    target, holding = acceleration.copy(), held.copy()
+    free_acceleration = np.dot(inverse_inertia, np.ascontiguousarray(bias))  # M⁻¹ h
+    matrix, rhs = np.empty((size, size)), np.empty(size)
+    fitted = acceleration.copy()
+    for _ in range(size):
+        for i in range(size):
+            weight = held_weight if holding[i] else 1.0
+            rhs[i] = weight * (target[i] + free_acceleration[i])
+            for j in range(size):
+                matrix[i, j] = weight * inverse_inertia[i, j]
+        torque = box_least_squares(matrix, rhs, torque_lower, torque_upper)
+        fitted = np.dot(inverse_inertia, torque - bias)
+        outside = False
+        for i in range(size):
+            if not holding[i] and not (
+                fitted[i] <= upper[i] + tolerance and fitted[i] >= lower[i] - tolerance
+            ):
+                holding[i] = True
+                target[i] = min(max(fitted[i], lower[i]), upper[i])
+                outside = True
+        if not outside:
+            break
+    return fitted

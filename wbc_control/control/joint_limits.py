@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from wbc_control.control.bounded_least_squares import box_least_squares
+from wbc_control.control.joint_limit_kernel import acceleration_bounds, fitted_acceleration
 from wbc_control.control.level_kernel import EXACT, LAW, level_step
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
@@ -138,19 +138,25 @@ class JointLimits:
         self._rows[np.arange(robot.n_actuated), self._v] = 1.0
 
     def bounds(self, state: RobotState) -> tuple[np.ndarray, np.ndarray]:
-        """(a⁻, a⁺), the acceleration bounds of every actuated joint, `(n_act,)` each."""
-        positions = self.robot.joint_positions(state.q)
-        velocities = state.v[self._v]
-        upper = self.kd * (self._ceiling(self.upper_wall - positions) - velocities)
-        lower = self.kd * (-self._ceiling(positions - self.lower_wall) - velocities)
-        np.minimum(lower, upper, out=lower)  # both walls at once only when a range is tiny
-        return lower, upper
+        """(a⁻, a⁺), the acceleration bounds of every actuated joint, `(n_act,)` each.
 
-    def _ceiling(self, distance: np.ndarray) -> np.ndarray:
-        """v⁺(d) of the module docstring, `(n_act,)`; inf for joints without limits."""
-        ceiling = np.minimum((self.kp / self.kd) * distance, self.max_speed)
-        braking = np.sqrt(2.0 * self.deceleration * np.abs(distance))
-        return np.minimum(ceiling, np.where(distance > 0.0, braking, np.inf))
+        aᵢ⁺ = kd (v⁺(dᵢ) − q̇ᵢ) and symmetrically aᵢ⁻ (the module docstring), computed by the
+        compiled `joint_limit_kernel.acceleration_bounds`.
+        """
+        lower, upper = np.empty(len(self.joint_names)), np.empty(len(self.joint_names))
+        acceleration_bounds(
+            self.robot.joint_positions(state.q),
+            state.v[self._v],
+            self.lower_wall,
+            self.upper_wall,
+            self.max_speed,
+            self.kp,
+            self.kd,
+            self.deceleration,
+            lower,
+            upper,
+        )
+        return lower, upper
 
     def within(
         self,
@@ -244,7 +250,8 @@ class JointLimits:
         """Multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2): a scale per level.
 
         The readable reference: the controller runs the same search with each level's loop
-        compiled (`LevelSearch.saturate_levels`); test/core/test_sns_kernel.py holds them equal.
+        compiled (`LevelSearch.saturate_levels`); test/core/test_joint_limit_kernel.py holds
+        them equal.
 
         Level k, highest first, with the saturated sets and scales of the levels above fixed:
         q̈ₖ(s) = q̈ₖ₋₁ + s Δₖ is affine in its own scale, so `plan` finds the set, saturated
@@ -304,24 +311,19 @@ class JointLimits:
 
         A fully actuated fixed base only (nv = n_act). Nearest in the joints' accelerations,
         the saturated joints of `level` and any joint the fit would drive out of its bounds
-        weighed `HELD_WEIGHT` times as much, those at their bound (module docstring).
+        weighed `HELD_WEIGHT` times as much, those at their bound (module docstring); one
+        compiled call (`joint_limit_kernel.fitted_acceleration`).
         """
-        inverse, bias = state.inverse_mass_matrix, state.nonlinear_effects
-        lower, upper = self.bounds(state)
-        target = acceleration.copy()
-        held = np.zeros(len(target), dtype=bool) if level is None else level.active.copy()
-        for _ in range(len(target)):
-            weights = np.where(held, HELD_WEIGHT, 1.0)
-            torque = box_least_squares(
-                weights[:, None] * inverse, weights * (target + inverse.dot(bias)), *torque_range
-            )
-            fitted = inverse.dot(torque - bias)
-            outside = ~held & ((fitted > upper + FIT_TOLERANCE) | (fitted < lower - FIT_TOLERANCE))
-            if not outside.any():
-                break
-            held |= outside
-            target[outside] = np.clip(fitted, lower, upper)[outside]
-        return fitted
+        held = np.zeros(len(acceleration), dtype=bool) if level is None else level.active
+        return fitted_acceleration(
+            state.inverse_mass_matrix,
+            state.nonlinear_effects,
+            acceleration,
+            held,
+            *self.bounds(state),
+            *torque_range,
+            (HELD_WEIGHT, FIT_TOLERANCE),
+        )
 
     def saturated(self, active: np.ndarray, values: np.ndarray) -> JointLimitLevel | None:
         """The joints `active` `(n_act,)` held at `values` `(n_act,)`; None if there are none."""

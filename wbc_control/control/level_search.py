@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from wbc_control.control.joint_limit_kernel import search_level
 from wbc_control.control.joint_limits import (
     BOUND_TOLERANCE,
     LEVEL_TOLERANCE,
@@ -22,7 +23,6 @@ from wbc_control.control.joint_limits import (
     hold,
 )
 from wbc_control.control.level_kernel import BLOCKING, KEEP, LAW, level_step
-from wbc_control.control.sns_kernel import search_level
 
 #: A joint-limit level: the joints saturated just above a task level, and the level's scale.
 Limit = tuple[JointLimitLevel | None, float]
@@ -64,7 +64,7 @@ class LevelSearch:
         """Multi-task SNS, every level settled: its saturated joints and scale, highest first.
 
         `JointLimits.saturate_levels` run through `try_set`, each level's search one compiled
-        call (`wbc_control.control.sns_kernel.search_level`); the same sets and scales.
+        call (`wbc_control.control.joint_limit_kernel.search_level`); the same sets and scales.
         """
         joints, (lower, upper) = limits.velocity_indices, bounds
         active, values = np.zeros(len(joints), dtype=bool), np.zeros(len(joints))
