@@ -2,8 +2,9 @@
 
 `JointLimits.saturate_levels` with `JointLimits.plan` (joint_limits.py) is the readable
 multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2); the controller runs
-`LevelSearch.saturate_levels`, whose per-level search is `joint_limit_kernel.search_level`. Both must
-choose the same saturated joints at the same targets and scales and give the same q̈, on real
+`LevelSearch.saturate_levels`, whose per-level search and settling are compiled
+(`joint_limit_kernel.search_level`, `settle_level`). Both must choose the same saturated joints
+at the same targets and scales and give the same q̈, on real
 robots (fixed base, and floating base under contacts, where q̈ does not start at zero) and on
 states where the search has to saturate several joints and scale levels down.
 """
@@ -72,18 +73,26 @@ def test_the_compiled_search_chooses_the_reference_sets_scales_and_acceleration(
         new_search, count, limits, bounds = search_inputs(stack, seed)
         reference_search, compiled_search = new_search(), new_search()
         expected = limits.saturate_levels(bounds, reference_search, count)
-        actual = compiled_search.saturate_levels(limits, bounds)
-        assert len(actual) == len(expected) == count
-        for (level, scale), (expected_level, expected_scale) in zip(actual, expected):
-            assert scale == pytest.approx(expected_scale, abs=TOLERANCE)
-            assert (level is None) == (expected_level is None), (seed, level, expected_level)
-            if level is not None:
-                assert level.active.tolist() == expected_level.active.tolist()
-                assert close(level.target, expected_level.target)
-                np.testing.assert_array_equal(level.jacobian, expected_level.jacobian)
+        combined, least_scale = compiled_search.saturate_levels(limits, bounds)
+        scales = compiled_search.level_scales
+        for index, (expected_level, expected_scale) in enumerate(expected):
+            active = compiled_search.level_active[index]
+            assert scales[index] == pytest.approx(expected_scale, abs=TOLERANCE)
+            assert active.any() == (expected_level is not None), (seed, index)
+            if expected_level is not None:
+                assert active.tolist() == expected_level.active.tolist()
+                values = compiled_search.level_values[index][active]
+                assert close(values, expected_level.target)
                 saturated_levels += 1
-                lower_saturated += level is not actual[0][0]
-            scaled_levels += scale < 1.0
+                lower_saturated += index > 0
+            scaled_levels += scales[index] < 1.0
+        expected_combined, expected_least = limits.combined(expected)
+        assert least_scale == pytest.approx(expected_least, abs=TOLERANCE)
+        assert (combined is None) == (expected_combined is None)
+        if combined is not None:
+            assert combined.active.tolist() == expected_combined.active.tolist()
+            assert close(combined.target, expected_combined.target)
+            np.testing.assert_array_equal(combined.jacobian, expected_combined.jacobian)
         assert close(compiled_search.acceleration, reference_search.acceleration)
         np.testing.assert_allclose(compiled_search.stats, reference_search.stats, rtol=1e-6)
     # The states exercise the search: joints saturated, and (where the stack asks more than

@@ -64,6 +64,46 @@ def _hold(
     return False
 
 
+@numba.njit(
+    boolean(
+        _MATRIX, float64[::1], float64[:, ::1], boolean, _INDEX, _FLAGS, _VECTOR, _MATRIX,
+        _VECTOR, _VECTOR, float64, float64, int64, _LAW, float64[::1],
+    ),
+    cache=True,
+    nogil=True,
+)  # fmt: skip
+def settle_level(
+    inverse_inertia,
+    acceleration,
+    null_space,
+    first,
+    joints,
+    active,
+    values,
+    jacobian,
+    target,
+    sqrt_weights,
+    threshold,
+    scale,
+    null_update,
+    law,
+    stats,
+):  # pragma: no cover - runs compiled
+    """Settle a level: hold its `active` joints at `values`, then the level scaled by `scale`.
+
+    q̈ and N are updated in place (`null_update` as in `level_step`); `stats` gets the level's
+    (condition, rank, damped). Returns the new `first` (False).
+    """
+    first = _hold(
+        inverse_inertia, acceleration, null_space, first, joints, active, values, threshold, law
+    )
+    level_step(
+        jacobian, target, sqrt_weights, inverse_inertia, null_space, first, threshold, scale,
+        True, null_update, law, acceleration, stats,
+    )  # fmt: skip
+    return False
+
+
 @numba.njit(cache=True, nogil=True)
 def _within(unforced, full, scale, joints, lower, upper, tolerance):
     """Whether q̈₀ + s (q̈₁ − q̈₀) keeps every joint within [a⁻ − tol, a⁺ + tol]."""
@@ -73,6 +113,14 @@ def _within(unforced, full, scale, joints, lower, upper, tolerance):
         if not (value <= upper[i] + tolerance and value >= lower[i] - tolerance):
             return False  # NaN too
     return True
+
+
+@numba.njit(
+    boolean(_VECTOR, _INDEX, _VECTOR, _VECTOR, float64), cache=True, nogil=True
+)  # fmt: skip
+def within_bounds(acceleration, joints, lower, upper, tolerance):  # pragma: no cover
+    """Whether q̈ keeps every joint within [a⁻ − tol, a⁺ + tol] (False for a NaN)."""
+    return _within(acceleration, acceleration, 0.0, joints, lower, upper, tolerance)
 
 
 @numba.njit(cache=True, nogil=True)

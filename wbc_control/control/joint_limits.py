@@ -64,7 +64,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from wbc_control.control.joint_limit_kernel import acceleration_bounds, fitted_acceleration
+from wbc_control.control.joint_limit_kernel import (
+    acceleration_bounds,
+    fitted_acceleration,
+    within_bounds,
+)
 from wbc_control.control.level_kernel import EXACT, LAW, level_step
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
@@ -131,6 +135,7 @@ class JointLimits:
         self.lower_wall = lower + inset  # (n_act,) -inf for continuous joints
         self.upper_wall = upper - inset
         self.joint_names = tuple(robot.joint_names)
+        self._name_array = np.array(self.joint_names, dtype=object)
         self._v = robot.indices.v
         #: Each actuated joint's velocity index, `(n_act,)` int64 (for the compiled search).
         self.velocity_indices = np.asarray(robot.indices.v, dtype=np.int64)
@@ -165,12 +170,8 @@ class JointLimits:
         tolerance: float = BOUND_TOLERANCE,
     ) -> bool:
         """Whether q̈ `(nv,)` keeps every joint within its bounds (then SNS has nothing to do)."""
-        joint_acceleration = acceleration[self._v]
         lower, upper = bounds
-        return bool(
-            (joint_acceleration <= upper + tolerance).all()
-            and (joint_acceleration >= lower - tolerance).all()
-        )
+        return within_bounds(acceleration, self.velocity_indices, lower, upper, tolerance)
 
     def plan(
         self,
@@ -347,7 +348,7 @@ class JointLimits:
         """Names of the saturated joints, in actuated order."""
         if level is None:
             return ()
-        return tuple(name for name, on in zip(self.joint_names, level.active) if on)
+        return tuple(self._name_array[level.active])
 
 
 def hold(

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wbc_control.control.joint_limit_kernel import search_level
+from wbc_control.control.joint_limit_kernel import search_level, settle_level
 from wbc_control.control.joint_limits import (
     BOUND_TOLERANCE,
     LEVEL_TOLERANCE,
@@ -58,43 +58,40 @@ class LevelSearch:
         self._scratch = np.empty(3)
         self._first, self._index = True, 0  # N = I while no level is settled
 
-    def saturate_levels(
-        self, limits: JointLimits, bounds: tuple[np.ndarray, np.ndarray]
-    ) -> list[Limit]:
-        """Multi-task SNS, every level settled: its saturated joints and scale, highest first.
+    def saturate_levels(self, limits: JointLimits, bounds: tuple[np.ndarray, np.ndarray]) -> Limit:
+        """Multi-task SNS, every level settled: all the saturated joints and the least scale.
 
-        `JointLimits.saturate_levels` run through `try_set`, each level's search one compiled
-        call (`wbc_control.control.joint_limit_kernel.search_level`); the same sets and scales.
+        `JointLimits.saturate_levels` run through `try_set` and `settle`, each level's search
+        and settling one compiled call each (`joint_limit_kernel.search_level` and
+        `settle_level`); the same sets and scales. Each level's set and scale are kept in
+        `level_active` `(levels, n_act)`, `level_values` and `level_scales` `(levels,)`.
         """
         joints, (lower, upper) = limits.velocity_indices, bounds
-        active, values = np.zeros(len(joints), dtype=bool), np.zeros(len(joints))
-        none_held = np.zeros(len(joints), dtype=bool)
-        settled: list[Limit] = []
+        count, size = len(self._levels), len(joints)
+        self.level_active = np.zeros((count, size), dtype=bool)
+        self.level_values, self.level_scales = np.zeros((count, size)), np.ones(count)
+        held, values = np.zeros(size, dtype=bool), np.zeros(size)
+        tolerances, threshold = (BOUND_TOLERANCE, LEVEL_TOLERANCE), self._threshold
+        null_space, inverse_inertia = self._null_space, self._inverse_inertia
+        first = True
         for index, (jacobian, target) in enumerate(self._levels):
-            held = limits.combined(settled)[0]
+            active, level_values = self.level_active[index], self.level_values[index]
+            weights = self._sqrt_weights[index]
             scale = search_level(
-                self._inverse_inertia,
-                self.acceleration,
-                self._null_space,
-                self._first,
-                jacobian,
-                target,
-                self._sqrt_weights[index],
-                self._threshold,
-                LAW,
-                joints,
-                lower,
-                upper,
-                none_held if held is None else held.active,
-                index == 0,
-                (BOUND_TOLERANCE, LEVEL_TOLERANCE),
-                active,
-                values,
-            )
-            settled.append((limits.saturated(active, values), scale))
-            self.settle(*settled[-1])
-            active[:] = False
-        return settled
+                inverse_inertia, self.acceleration, null_space, first, jacobian, target,
+                weights, threshold, LAW, joints, lower, upper, held, index == 0, tolerances,
+                active, level_values,
+            )  # fmt: skip
+            update = BLOCKING if index < count - 1 else KEEP
+            first = settle_level(
+                inverse_inertia, self.acceleration, null_space, first, joints, active,
+                level_values, jacobian, target, weights, threshold, scale, update, LAW,
+                self.stats[index],
+            )  # fmt: skip
+            self.level_scales[index] = scale
+            np.copyto(values, level_values, where=active)
+            held |= active
+        return limits.saturated(held, values), float(self.level_scales.min())
 
     def try_set(self, saturated: JointLimitLevel | None) -> tuple[np.ndarray, np.ndarray]:
         """(q̈₀, q̈₁): the next level left out and in full, with the joints `saturated` held."""

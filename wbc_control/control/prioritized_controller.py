@@ -271,10 +271,9 @@ class PrioritizedController:
                 stats, threshold = self._unsolved.copy(), self.singular_value_threshold
                 terms = (level_terms, self._sqrt_weights, threshold, stats)
                 search = LevelSearch(inverse_inertia, start, *terms)
-                limits = search.saturate_levels(self.joint_limits, bounds)
+                limit_level, scale = search.saturate_levels(self.joint_limits, bounds)
                 acceleration = search.acceleration
                 level_reports = LazyReports(level_health, self.levels, self._generic_ranks, stats)
-                limit_level, scale = self.joint_limits.combined(limits)
             elif not inside:  # no tasks: q̈₀ alone
                 limit_level, base, acceleration, level_reports, scale = self.joint_limits.saturate(
                     bounds, recursion, unforced, (acceleration, level_reports)
