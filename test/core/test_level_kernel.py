@@ -37,10 +37,10 @@ def controller(name: str):
     return shipped
 
 
-def close(actual: np.ndarray, expected: np.ndarray) -> bool:
-    """Equal to TOLERANCE relative to the largest entry of `expected`."""
+def close(actual: np.ndarray, expected: np.ndarray, tolerance: float = TOLERANCE) -> bool:
+    """Equal to `tolerance` relative to the largest entry of `expected`."""
     scale = max(float(np.abs(expected).max(initial=0.0)), 1e-300)
-    return float(np.abs(actual - expected).max(initial=0.0)) <= TOLERANCE * scale
+    return float(np.abs(actual - expected).max(initial=0.0)) <= tolerance * scale
 
 
 def states(name: str):
@@ -199,6 +199,50 @@ def test_task_inertia_is_free_of_the_units_of_phi():
         assert (rank, damped) == (2.0, 0.0), c
         reference = regularized_task_inertia(c * phi, np.ones(3), 1e-3, c * phi.diagonal())
         assert close(inertia, reference.inertia), c
+
+
+def test_nearly_dependent_rows_in_every_band_and_at_any_weight_scale():
+    """A third row δ away from the first: its scaled eigenvalue ~δ² sweeps every band.
+
+    δ = 1e-1 .. 1e-6 puts it above ε, between the Λ_N band (1e-2 ε) and ε, below that band
+    and near the structurally null limit; with and without the kinematic measure, Λ, Λ_N,
+    counts and condition number equal the numpy reference. Multiplying every √w by c leaves
+    them unchanged (Φₛ and its eigenvalues scale by c², the gains by 1/c²): the bands are
+    relative to the largest scaled eigenvalue, not to the unit of the weights. c is a power
+    of two, so the scaling itself rounds nothing (Λ_N near a dependent row amplifies any
+    rounding by up to 1/(1e-2 ε)).
+
+    Two eigensolvers agree on an eigenvalue σ to about n·ε_mach·σ_max (both are backward
+    stable: Wilkinson & Reinsch 1971), so a gain proportional to σ (the damped band) agrees
+    only to n·ε_mach·σ_max/σ relative: the tolerance grows to that where σ is small.
+    """
+    rng = np.random.default_rng(9)
+    factor = rng.standard_normal((7, 7))
+    inverse_inertia = factor @ factor.T + 0.1 * np.eye(7)
+    base = rng.standard_normal((2, 7))
+    seen_blocking_band = False
+    for delta in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6):
+        jacobian = np.vstack([base, base[0] + delta * rng.standard_normal(7)])
+        phi = jacobian @ inverse_inertia @ jacobian.T
+        mobility = phi.diagonal().copy()
+        sigma = np.linalg.eigvalsh(phi / np.sqrt(np.outer(mobility, mobility)))
+        smallest = sigma[sigma > 1e-9 * sigma[-1]].min() / sigma[-1]
+        tolerance = max(TOLERANCE, 3 * 16 * np.finfo(float).eps / smallest)
+        for rows in (None, jacobian):
+            unit = kernel_inertia(phi, np.array([1.0, 2.0, 0.5]), 1e-3, mobility, rows)
+            for c in (2.0**-14, 1.0, 2.0**14):
+                weights = c * np.array([1.0, 2.0, 0.5])
+                inertia, blocking, stats = kernel_inertia(phi, weights, 1e-3, mobility, rows)
+                expected = regularized_task_inertia(phi, weights, 1e-3, None, rows)
+                assert close(inertia, expected.inertia, tolerance), (delta, c)
+                assert close(blocking, expected.blocking, tolerance), (delta, c)
+                assert stats[1:] == (expected.rank, expected.damped), (delta, c)
+                assert stats[0] == pytest.approx(expected.condition_number, rel=1e-6)
+                assert close(inertia, unit[0], tolerance), (delta, c)
+                assert close(blocking, unit[1], tolerance), (delta, c)
+                assert stats == pytest.approx(unit[2], rel=1e-6), (delta, c)
+            seen_blocking_band |= not close(unit[1], unit[0])
+    assert seen_blocking_band, 'no case reached the narrower band of Λ_N'
 
 
 @pytest.mark.parametrize('name', ROBOTS)
