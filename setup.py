@@ -53,7 +53,8 @@ setup(
     # A ROS 2 workspace gets numpy, scipy, numba and Pinocchio from rosdep (package.xml), and
     # rosdep's Pinocchio carries no pip metadata: requiring 'pin' here would break installs
     # there. The pip route asks for them through the extras below. numba compiles the
-    # controller's per-level kernel (wbc_control/control/level_kernel.py) once, into its cache.
+    # controller's kernels (wbc_control/control/level_kernel.py, joint_limit_kernel.py, ...)
+    # once, into its cache.
     install_requires=['setuptools'],
     extras_require={
         'core': ['numpy', 'scipy', 'numba==0.68.0', 'pin', 'pyyaml'],
