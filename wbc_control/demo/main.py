@@ -24,12 +24,12 @@ from std_msgs.msg import Float64, Float64MultiArray
 
 from wbc_control.demo.legged_run import run_legged
 from wbc_control.demo.processes import (
-    START_TIMEOUT_S,
     ManagedProcess,
     spin_until,
     start_node,
     wait_for_publisher,
     wait_for_simulator,
+    wait_until,
 )
 from wbc_control.demo.report import DemoRecord, summarize, write_report
 from wbc_control.demo.scenarios import LEGGED_SCENARIOS, SCENARIOS, Scenario
@@ -283,16 +283,12 @@ def start_before_simulator(
     if not wait_for_publisher(monitor, sender.listening, processes[1]):
         return False
     processes.append(start_node('wbc_sim', sim, output))
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while monitor.joint_state_publishers() == 0 or sender.copies < TRAJECTORY_COPIES:
-        sender.send_due()
-        rclpy.spin_once(monitor, timeout_sec=TRAJECTORY_RESEND_S / 2)
-        dead = [p for p in processes if p.process.poll() is not None]
-        if dead or time.monotonic() > deadline:
-            culprit = dead[0] if dead else processes[-1]
-            print(f'wbc_demo: {culprit.name} did not come up; its last output:\n{culprit.tail()}')
-            return False
-    return True
+    sender.send_due()
+
+    def heard() -> bool:
+        return monitor.joint_state_publishers() > 0 and sender.copies >= TRAJECTORY_COPIES
+
+    return wait_until(monitor, heard, processes, sender.send_due, TRAJECTORY_RESEND_S / 2)
 
 
 def _status(monitor: DemoMonitor) -> str:

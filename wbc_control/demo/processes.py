@@ -65,11 +65,30 @@ def wait_for_simulator(monitor: Node, sim: ManagedProcess) -> bool:
 
 def wait_for_publisher(monitor: Node, publishers: Callable[[], int], node: ManagedProcess) -> bool:
     """Spin `monitor` until `publishers()` > 0; False if `node` exits or never comes up."""
+    return wait_until(monitor, lambda: publishers() > 0, [node])
+
+
+def wait_until(
+    monitor: Node,
+    done: Callable[[], bool],
+    processes: Sequence[ManagedProcess],
+    after_spin: Callable[[], None] | None = None,
+    spin_s: float = 0.05,
+) -> bool:
+    """Spin `monitor` until `done()`; False if one of `processes` exits or START_TIMEOUT_S pass.
+
+    `after_spin` runs after every spin of at most `spin_s`. On failure the process that exited
+    (else the last of `processes`) is named with its last output.
+    """
     deadline = time.monotonic() + START_TIMEOUT_S
-    while publishers() == 0:
-        rclpy.spin_once(monitor, timeout_sec=0.05)
-        if node.process.poll() is not None or time.monotonic() > deadline:
-            print(f'wbc_demo: {node.name} did not come up; its last output:\n{node.tail()}')
+    while not done():
+        rclpy.spin_once(monitor, timeout_sec=spin_s)
+        if after_spin is not None:
+            after_spin()
+        dead = [process for process in processes if process.process.poll() is not None]
+        if dead or time.monotonic() > deadline:
+            culprit = dead[0] if dead else processes[-1]
+            print(f'wbc_demo: {culprit.name} did not come up; its last output:\n{culprit.tail()}')
             return False
     return True
 
