@@ -31,6 +31,11 @@ Limit = tuple[JointLimitLevel | None, float]
 class LevelSearch:
     """q̈ and N after the settled levels; tries of the next level's saturated set.
 
+    Two ways to use one: `saturate_levels`, the whole search compiled level by level (what the
+    controller runs), or `try_set` and `settle`, one try and one level at a time (what the
+    readable reference `JointLimits.saturate_levels` drives). Either way `acceleration` ends
+    as q̈ with every level settled.
+
     Args:
         inverse_inertia: M⁻¹ (M† under contacts) `(nv, nv)`.
         start: q̈ before the first level `(nv,)`.
