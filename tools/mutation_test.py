@@ -73,6 +73,7 @@ TESTS = (
 #: The tests that exercise each module, most specific first; a mutant runs these only.
 TESTS_BY_MODULE = {
     'wbc_control/control/symmetric_eigen.py': (
+        'test/core/test_symmetric_eigen.py',
         'test/core/test_level_kernel.py',
         'test/core/test_prioritized_controller.py',
         'test/core/test_singularity.py',

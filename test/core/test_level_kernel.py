@@ -177,28 +177,58 @@ def kernel_inertia(phi, sqrt_weights, threshold, mobility, jacobian, need_blocki
 
 
 def test_task_inertia_is_free_of_the_units_of_phi():
-    """Λ(cΦ) = Λ(Φ)/c for c from 1e-14 to 1e14, a row without authority dropped at every c.
+    """Λ(cΦ) = Λ(Φ)/c for c from 1e-14 to 1e14; the no-authority floor is relative.
 
-    Φ = J Jᵀ (M⁻¹ = I) with the third row 1e-7 times the others: its mobility is 1e-14 of the
-    largest, under the no-authority floor, so Λ's third row and column are zero; the others
-    are the exact inverse of the first two rows' Φ. The floor is relative (no unit of Φ is
-    assumed), so the same holds when Φ is in any unit.
+    Φ = J Jᵀ (M⁻¹ = I) with row 2 scaled by 1e-7 and row 3 by 10^-5.5: their mobilities are
+    1e-14 and 1e-11 of the largest, one under the floor of 1e-12 (dropped: Λ's row and
+    column zero), one above it (kept, and as well conditioned as the others once each row is
+    scaled by 1/√μ). The kept rows' Λ is D (D Φ D)⁻¹ D with D = diag(1/√Φᵢᵢ). The floor is
+    relative (no unit of Φ is assumed), so the same holds when Φ is in any unit.
     """
     rng = np.random.default_rng(4)
-    jacobian = rng.standard_normal((3, 7))
+    jacobian = rng.standard_normal((4, 7))
     jacobian[2] *= 1e-7
+    jacobian[3] *= 10**-5.5
     phi = jacobian @ jacobian.T
-    expected = np.zeros((3, 3))
-    expected[:2, :2] = np.linalg.inv(phi[:2, :2])
+    kept = [0, 1, 3]
+    scale = 1.0 / np.sqrt(phi.diagonal()[kept])
+    expected = np.zeros((4, 4))
+    expected[np.ix_(kept, kept)] = np.linalg.inv(phi[np.ix_(kept, kept)] * np.outer(scale, scale))
+    expected[np.ix_(kept, kept)] *= np.outer(scale, scale)
     for c in (1e-14, 1e-6, 1.0, 1e6, 1e14):
         inertia, blocking, (_, rank, damped) = kernel_inertia(
-            c * phi, np.ones(3), 1e-3, c * phi.diagonal().copy(), None
+            c * phi, np.ones(4), 1e-3, c * phi.diagonal().copy(), None
         )
         assert close(c * inertia, expected), c
         assert close(c * blocking, expected), c
-        assert (rank, damped) == (2.0, 0.0), c
-        reference = regularized_task_inertia(c * phi, np.ones(3), 1e-3, c * phi.diagonal())
+        assert (rank, damped) == (3.0, 0.0), c
+        reference = regularized_task_inertia(c * phi, np.ones(4), 1e-3, c * phi.diagonal())
         assert close(inertia, reference.inertia), c
+
+
+def test_a_projected_row_keeps_what_authority_it_has_left():
+    """Rows the level above nearly takes: 10^-10.5 of μ left is kept, 10^-13.5 is not.
+
+    With the row h taken above (N = I − hᵀh/‖h‖², M⁻¹ = I), the rows h + η u (u ⊥ h) keep
+    Φᵢᵢ = η²‖u‖² of their μᵢ ≈ ‖h‖²; the authority limit is 1e-12 of μᵢ. The kept row's
+    scaled eigenvalue (~1e-10.5) is under the structurally-null limit, so it counts in
+    neither rank nor damped, but it is in Λ with its damped gain σ/ε², as in the reference.
+    """
+    rng = np.random.default_rng(6)
+    h = rng.standard_normal(7)
+    null_space = np.eye(7) - np.outer(h, h) / h.dot(h)
+    u = null_space @ rng.standard_normal(7)
+    u *= np.linalg.norm(h) / np.linalg.norm(u)
+    jacobian = np.vstack([rng.standard_normal(7), h + 10**-5.25 * u, h + 10**-6.75 * u])
+    projected = jacobian @ null_space
+    phi = projected @ projected.T
+    mobility = np.einsum('ij,ij->i', jacobian, jacobian)
+    assert phi[1, 1] / mobility[1] == pytest.approx(10**-10.5, rel=1e-3)
+    inertia, blocking, stats = kernel_inertia(phi, np.ones(3), 1e-3, mobility, None)
+    expected = regularized_task_inertia(phi, np.ones(3), 1e-3, mobility)
+    assert close(inertia, expected.inertia) and close(blocking, expected.blocking)
+    assert stats[1:] == (expected.rank, expected.damped) == (1, 0)
+    assert inertia[1, 1] > 0.0 and not inertia[2].any() and not blocking[2].any()
 
 
 def test_nearly_dependent_rows_in_every_band_and_at_any_weight_scale():
