@@ -372,7 +372,8 @@ def schur_dagger_terms(
         inverse_mass = state.inverse_mass_matrix  # (nv, nv) M⁻¹
     except InvalidValue:  # M is not positive definite
         return None
-    if not _provably_well_conditioned(state.mass_matrix, inverse_mass):
+    # κ₂ ≤ tr(S) tr(S⁻¹) ≤ 1 / SCHUR_MIN_RCOND for S = M and S = D (written out: per tick).
+    if not float(state.mass_matrix.trace()) * float(inverse_mass.trace()) * SCHUR_MIN_RCOND <= 1.0:
         return None
     inverse_mass_at = inverse_mass.dot(constraint.T)  # (nv, m) X = M⁻¹Aᵀ
     delassus = constraint.dot(inverse_mass_at)  # (m, m) D
@@ -384,12 +385,7 @@ def schur_dagger_terms(
     if identity is None:
         identity = _IDENTITIES[size] = np.eye(size)
     inverse_delassus = _POTRS(delassus_factor, identity, lower=False)[0]
-    if not _provably_well_conditioned(delassus, inverse_delassus):
+    if not float(delassus.trace()) * float(inverse_delassus.trace()) * SCHUR_MIN_RCOND <= 1.0:
         return None
     a_dagger_t = inverse_mass_at.dot(inverse_delassus)  # (nv, m)
     return inverse_mass - a_dagger_t.dot(inverse_mass_at.T), a_dagger_t, 'schur'
-
-
-def _provably_well_conditioned(matrix: np.ndarray, inverse: np.ndarray) -> bool:
-    """κ₂ ≤ tr(S) tr(S⁻¹) ≤ 1 / SCHUR_MIN_RCOND, for S symmetric positive definite."""
-    return float(matrix.trace()) * float(inverse.trace()) * SCHUR_MIN_RCOND <= 1.0

@@ -127,6 +127,7 @@ class StackSwitcher:
         self._switch: _Switch | None = None
         self._previous_torque: np.ndarray | None = None
         self._report = TransitionReport()
+        self._steady: tuple[BlendPart] | None = None  # the plan while no switch runs
 
     @property
     def keys(self) -> set[StackKey]:
@@ -171,7 +172,9 @@ class StackSwitcher:
                     describe(switch.source, switch.target), 0.0, 0.0, self._report.transitions
                 )
         if switch is None:
-            return (BlendPart(self.current, 1.0, {}),)
+            if self._steady is None or self._steady[0].key != self.current:
+                self._steady = (BlendPart(self.current, 1.0, {}),)
+            return self._steady
         share = smoothstep((now_s - switch.start_s) / switch.duration)
         self._report = self._report._replace(progress=share)
         leaving = [f for f in switch.source.contacts if f not in switch.target.contacts]

@@ -60,9 +60,7 @@ from wbc_control.control.controller_types import (
     ContactReports,
     ControllerResult,
     LazyReports,
-    LevelReport,
     TaskEntry,
-    TaskReport,
     validate_threshold,
     validate_weight,
 )
@@ -84,12 +82,9 @@ from wbc_control.tasks.task import Task, as_slice
 
 __all__ = [
     'ControllerResult',
-    'LevelReport',
     'PrioritizedController',
     'TaskEntry',
-    'TaskReport',
     'schur_dagger_terms',
-    'validate_threshold',
     'validate_weight',
 ]
 
