@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.linalg import get_lapack_funcs
 
+from wbc_control.control.constrained_dynamics import dagger_terms, schur_dagger_terms
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -113,13 +114,52 @@ def _unit_axis(frame: str, axis: npt.ArrayLike | None) -> np.ndarray:
     return vector / norm
 
 
+def constraint_buffers(contacts: Sequence[Contact], nv: int) -> tuple[np.ndarray, np.ndarray]:
+    """Uninitialized A `(m, nv)` and Ȧq̇ `(m,)` for the rows of `contacts`."""
+    size = sum(contact.dim for contact in contacts)
+    return np.empty((size, nv)), np.empty(size)
+
+
 def contact_jacobian(
-    state: RobotState, contacts: Sequence[Contact]
+    state: RobotState,
+    contacts: Sequence[Contact],
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Stacked constraint Jacobian A `(m, nv)` and drift Ȧq̇ `(m,)` of all contacts."""
-    jacobians = [c.rows @ state.frame_jacobian(c.frame_id) for c in contacts]
-    drifts = [c.rows @ state.frame_drift(c.frame_id) for c in contacts]
-    return np.concatenate(jacobians), np.concatenate(drifts)
+    """Stacked constraint Jacobian A `(m, nv)` and drift Ȧq̇ `(m,)` of all contacts.
+
+    Written into `out` (`constraint_buffers`) when given, else into new arrays.
+    """
+    constraint, drift = constraint_buffers(contacts, state.model.nv) if out is None else out
+    start = 0
+    for contact in contacts:
+        _, jacobian, frame_drift = state.frame_terms(contact.frame_id)
+        rows = slice(start, start + contact.rows.shape[0])
+        np.dot(contact.rows, jacobian, out=constraint[rows])
+        np.dot(contact.rows, frame_drift, out=drift[rows])
+        start = rows.stop
+    return constraint, drift
+
+
+def contact_dynamics(
+    state: RobotState,
+    contacts: Sequence[Contact],
+    out: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
+    """M† (what the task levels see), A, the method and the contacts' own acceleration.
+
+    q̈ = −A†ᵀ Ȧq̇ (Johnson 2024, eq 22) is the mass-weighted least-effort way to keep
+    A q̈ = −Ȧq̇. M† and A† come from the tick's Cholesky factor of M (`schur_dagger_terms`)
+    when M and A M⁻¹ Aᵀ are well conditioned, else from the block matrix (`dagger_terms`),
+    which raises SingularConstraint if [M Aᵀ; A 0] is not invertible (Johnson 2024, eq 32).
+    A and Ȧq̇ go into `out` when given (`contact_jacobian`).
+    """
+    constraint, drift = contact_jacobian(state, contacts, out)
+    terms = schur_dagger_terms(state, constraint)
+    if terms is None:
+        block = dagger_terms(state.mass_matrix, constraint)
+        terms = block.m_dagger, block.a_dagger.T, block.method
+    m_dagger, a_dagger_t, method = terms
+    return m_dagger, constraint, method, -a_dagger_t.dot(drift)
 
 
 class ContactForces(NamedTuple):

@@ -43,7 +43,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from wbc_control.control.constrained_dynamics import dagger_terms, schur_dagger_terms
+from wbc_control.control.constrained_dynamics import schur_dagger_terms
 from wbc_control.control.contact_transitions import (
     DEFAULT_CONTACT_TRANSITION_TIME,
     DEFAULT_TASK_TRANSITION_TIME,
@@ -54,7 +54,8 @@ from wbc_control.control.contact_transitions import (
 from wbc_control.control.contacts import (
     Contact,
     base_contact_forces,
-    contact_jacobian,
+    constraint_buffers,
+    contact_dynamics,
 )
 from wbc_control.control.controller_types import (
     ContactReports,
@@ -145,6 +146,7 @@ class PrioritizedController:
         limits = robot.effort_limits if effort_limits is None else effort_limits
         self.limiter = TorqueLimiter(limits, torque_rate_limits)
         self._null_space = np.eye(robot.nv)
+        self._contact_rows: dict = {}
         self._zero_acceleration = np.zeros(robot.nv)
         self._zero_acceleration.flags.writeable = False
         self._none_limited = np.zeros(robot.n_actuated, dtype=bool)
@@ -197,6 +199,8 @@ class PrioritizedController:
         self._generic_ranks, self._cone_check = stack.generic_ranks, stack.cone_check
         self._sqrt_weights = self.stacks.sqrt_weights(stack.key)
         self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
+        if stack.key not in self._contact_rows:  # A and Ȧq̇ of the stack, rewritten each tick
+            self._contact_rows[stack.key] = constraint_buffers(stack.contacts, self.robot.nv)
         self._level_count = len(stack.levels)
         # Each tick every task writes its rows of its level's arrays, then each level's target.
         self._writers = [writer for level in stack.levels for writer in level.writers]
@@ -244,7 +248,8 @@ class PrioritizedController:
     def _solve(self, state: RobotState) -> ControllerResult:
         """The stack in force solved, its torque not yet limited (`torque` = unlimited)."""
         if self.contacts:
-            inverse_inertia, constraint, method, start = self._constraint(state)
+            terms = contact_dynamics(state, self.contacts, self._contact_rows[self._key])
+            inverse_inertia, constraint, method, start = terms
         else:  # M⁻¹, formed once per tick, and q̈ = 0
             inverse_inertia, constraint, method = state.inverse_mass_matrix, None, ''
             start = self._zero_acceleration
@@ -379,18 +384,5 @@ class PrioritizedController:
         return acceleration, LazyReports(level_health, self.levels, self._generic_ranks, stats)
 
     def _constraint(self, state: RobotState):
-        """M† (what the task levels see), A, the method and the contacts' own acceleration.
-
-        q̈ = −A†ᵀ Ȧq̇ (Johnson 2024, eq 22) is the mass-weighted least-effort way to keep
-        A q̈ = −Ȧq̇. M† and A† come from the tick's Cholesky factor of M (`schur_dagger_terms`)
-        when M and A M⁻¹ Aᵀ are well conditioned, else from the block matrix
-        (`constrained_dynamics.dagger_terms`), which raises SingularConstraint if
-        [M Aᵀ; A 0] is not invertible (Johnson 2024, eq 32). Contacts only.
-        """
-        constraint, drift = contact_jacobian(state, self.contacts)
-        terms = schur_dagger_terms(state, constraint)
-        if terms is None:
-            block = dagger_terms(state.mass_matrix, constraint)
-            terms = block.m_dagger, block.a_dagger.T, block.method
-        m_dagger, a_dagger_t, method = terms
-        return m_dagger, constraint, method, -a_dagger_t.dot(drift)
+        """M†, A, the method and the contacts' own acceleration (`contacts.contact_dynamics`)."""
+        return contact_dynamics(state, self.contacts, self._contact_rows[self._key])
