@@ -360,6 +360,37 @@ def test_held_joints_update_acceleration_and_null_space_like_the_reference():
         assert close(null_space, expected_null)
 
 
+def frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only copy of `array`."""
+    copy = np.array(array)
+    copy.flags.writeable = False
+    return copy
+
+
+def test_read_only_inputs_give_the_same_level():
+    """Frozen J, target, √w, M⁻¹ (and Φ, μ): accepted, and the same q̈, N and Λ."""
+    state = states('panda')[0]
+    inverse_inertia, start, levels = level_inputs('panda', state)
+    (hand, hand_target, hand_weights), (jacobian, target, sqrt_weights) = levels[:2]
+    results = []
+    for wrap in (np.array, frozen):
+        acceleration, null_space = start.copy(), np.empty((len(start), len(start)))
+        for rows, goal, weights, first in (
+            (hand, hand_target, hand_weights, True),
+            (jacobian, target, sqrt_weights, False),
+        ):
+            level_step(
+                wrap(rows), wrap(goal), wrap(weights), wrap(inverse_inertia), null_space, first,
+                1e-3, 1.0, True, BLOCKING, LAW, acceleration, np.empty(3),
+            )  # fmt: skip
+        phi = hand @ inverse_inertia @ hand.T
+        mobility = phi.diagonal().copy()
+        inertia = kernel_inertia(wrap(phi), wrap(hand_weights), 1e-3, wrap(mobility), wrap(hand))
+        results.append((acceleration, null_space, *inertia[:2]))
+    for writable, read_only in zip(*results):
+        np.testing.assert_array_equal(read_only, writable)
+
+
 @pytest.mark.skipif(config.DISABLE_JIT, reason='NUMBA_DISABLE_JIT=1: nothing is compiled')
 def test_kernel_arguments_of_another_type_are_refused_not_compiled():
     with pytest.raises(TypeError):
