@@ -11,7 +11,9 @@ returned here spins by calling that in a loop, waking at least every
 KeyboardInterrupt that lands inside a callback would be logged by the EventsExecutor as a
 fatal callback error with a traceback (it still propagates); callbacks are therefore
 guarded so that the interrupt is raised from the loop, between callbacks, as
-`SingleThreadedExecutor` raises it.
+`SingleThreadedExecutor` raises it. (`runtime.run_node` raises none once the spin runs:
+rclpy's own handler shuts the context down, and a callback that then finds its publisher's
+context invalid ends quietly here.)
 
 `WBC_EXECUTOR=single` (or `events`) in the environment overrides the choice, for measuring
 one against the other (`wbc_bench`'s DDS runs; docs/performance.md).
@@ -25,7 +27,9 @@ import time
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import Executor, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation
 
+RCLError = rclpy_implementation.RCLError
 EXECUTOR_VARIABLE = 'WBC_EXECUTOR'
 EXECUTORS = ('events', 'single')
 #: The default where rclpy has both (the one wbc_bench measured faster).
@@ -101,6 +105,10 @@ class SpinOnceLoop:
             except KeyboardInterrupt:
                 self._interrupted = True
                 return None
+            except RCLError:
+                if self._context.ok():
+                    raise
+                return None  # rclpy's stop signal handler invalidated the context meanwhile
 
         def guarded_no_arguments() -> object:
             return guarded()

@@ -140,6 +140,7 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
             # tick allocated.
             gc.collect()
             gc.freeze()
+            signals.spinning = True
             executor.spin()
         except WbcError as error:
             code = 1
@@ -194,6 +195,9 @@ class _StopSignals:
 
     def __init__(self) -> None:
         self.stopping = False
+        #: Set once the executor spins: rclpy's own handlers (installed by ``rclpy.init``,
+        #: which call these after theirs) shut the context down, which ends the spin.
+        self.spinning = False
         self._deadline: threading.Timer | None = None
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, self._on_signal)
@@ -212,7 +216,10 @@ class _StopSignals:
         if self.stopping:
             return
         self.stopping = True
-        raise KeyboardInterrupt
+        if not self.spinning:  # a start-up in progress: abandon it
+            raise KeyboardInterrupt
+        # Spinning: no KeyboardInterrupt in the middle of a callback (the executor would log it
+        # as a failed callback); the context rclpy's handler shut down ends the spin.
 
     def _arm_deadline(self) -> None:
         """A stop signal must end the process even if the shutdown hangs.
