@@ -39,18 +39,29 @@ def stub_prefix(tmp_path) -> tuple[Path, Path]:
     return install_prefix(tmp_path / 'install_stub', stub_log=log), log
 
 
+def task_torques(received: list) -> int:
+    """Commands that answer a joint state: not the controller's zero safe command."""
+    return sum(bool(np.any(message.data)) for message in received)
+
+
 def assert_torques_then_clean_exit(run: LaunchRun, topic: str, joints: int) -> None:
+    """The loop runs (task torques, so the simulator is up), then Ctrl-C ends it cleanly.
+
+    Zeros do not count: the controller sends its safe command while the simulator still starts,
+    and a Ctrl-C then would reach a simulator still importing (Python's own traceback).
+    """
     probe = RosProbe('launch_probe')
     try:
         received = probe.subscribe(Float64MultiArray, topic)
         arrived = probe.spin_until(
-            lambda: len(received) >= TORQUE_COUNT or run.process.poll() is not None,
+            lambda: task_torques(received) >= TORQUE_COUNT or run.process.poll() is not None,
             FIRST_TORQUES_S,
         )
     finally:
         probe.close()
-    assert arrived and len(received) >= TORQUE_COUNT, (
-        f'{len(received)} commands on {topic}:\n{run.output()}'
+    assert arrived and task_torques(received) >= TORQUE_COUNT, (
+        f'{len(received)} commands on {topic}, {task_torques(received)} of them task torques:\n'
+        f'{run.output()}'
     )
     torques = np.array([message.data for message in received])
     assert torques.shape == (len(received), joints)
