@@ -127,7 +127,7 @@ class StackSwitcher:
         self._switch: _Switch | None = None
         self._previous_torque: np.ndarray | None = None
         self._report = TransitionReport()
-        self._steady: tuple[BlendPart] | None = None  # the plan while no switch runs
+        self._steady = (BlendPart(key, 1.0, {}),)  # the plan while no switch runs
 
     @property
     def keys(self) -> set[StackKey]:
@@ -172,7 +172,7 @@ class StackSwitcher:
                     describe(switch.source, switch.target), 0.0, 0.0, self._report.transitions
                 )
         if switch is None:
-            if self._steady is None or self._steady[0].key != self.current:
+            if self._steady[0].key != self.current:
                 self._steady = (BlendPart(self.current, 1.0, {}),)
             return self._steady
         share = smoothstep((now_s - switch.start_s) / switch.duration)
