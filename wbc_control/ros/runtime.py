@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 import time
+from types import FrameType
 from typing import NamedTuple, NoReturn
 
 import rclpy
@@ -140,6 +141,8 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
             # tick allocated.
             gc.collect()
             gc.freeze()
+            if signals.stopping:  # a stop signal arrived while a finalizer ran (`_on_signal`)
+                raise KeyboardInterrupt
             signals.spinning = True
             executor.spin()
         except WbcError as error:
@@ -211,15 +214,18 @@ class _StopSignals:
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, signal.SIG_IGN)
 
-    def _on_signal(self, number: int, frame: object) -> None:
+    def _on_signal(self, number: int, frame: FrameType | None) -> None:
         self._arm_deadline()
         if self.stopping:
             return
         self.stopping = True
-        if not self.spinning:  # a start-up in progress: abandon it
-            raise KeyboardInterrupt
         # Spinning: no KeyboardInterrupt in the middle of a callback (the executor would log it
-        # as a failed callback); the context rclpy's handler shut down ends the spin.
+        # as a failed callback); the context rclpy's handler shut down ends the spin. Inside a
+        # finalizer (a __del__, e.g. of a logger freed while a start-up error unwinds) Python
+        # would print the interrupt as ignored, with a traceback: `run_node` checks `stopping`
+        # before it spins instead, and a failed start-up ends anyway.
+        if not self.spinning and not _in_finalizer(frame):  # a start-up in progress
+            raise KeyboardInterrupt
 
     def _arm_deadline(self) -> None:
         """A stop signal must end the process even if the shutdown hangs.
@@ -237,6 +243,15 @@ class _StopSignals:
             self._deadline.daemon = True
             self._deadline.start()
             faulthandler.dump_traceback_later(STOP_DEADLINE_S + 0.5, exit=True)
+
+
+def _in_finalizer(frame: FrameType | None) -> bool:
+    """Whether `frame` or a frame it was called from is a ``__del__``."""
+    while frame is not None:
+        if frame.f_code.co_name == '__del__':
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _shut_down(node: Node | None) -> None:
