@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from robots import core_controller, random_state, robot, shipped_controller, shipped_parameters
 
+from wbc_control.control.contacts import contact_dynamics
 from wbc_control.control.joint_limits import JointLimits
 from wbc_control.control.level_search import LevelSearch
 
@@ -46,7 +47,7 @@ def search_inputs(stack: str, seed: int):
     state = random_state(control.robot, seed, speed=2.0)
     control.compute(state)  # the tasks write the level terms the search reads
     if control.contacts:
-        inverse_inertia, _, _, start = control._constraint(state)
+        inverse_inertia, _, _, start = contact_dynamics(state, control.contacts)
     else:
         inverse_inertia, start = state.inverse_mass_matrix, np.zeros(state.model.nv)
     terms = [(None, jacobian.copy(), None, target.copy()) for _, jacobian, _, target in

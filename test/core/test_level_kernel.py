@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from robots import random_state, robot, shipped_controller
 
+from wbc_control.control.contacts import contact_dynamics
 from wbc_control.control.joint_limits import JointLimits, hold
 from wbc_control.control.level_kernel import (
     BLOCKING,
@@ -60,7 +61,7 @@ def level_inputs(name: str, state: RobotState):
     """(M⁻¹ or M†, q̈ start, [(J, t, √w), ...]) of `name`'s shipped stack at `state`."""
     control = controller(name)
     if control.contacts:
-        inverse_inertia, _, _, start = control._constraint(state)
+        inverse_inertia, _, _, start = contact_dynamics(state, control.contacts)
     else:
         inverse_inertia, start = state.inverse_mass_matrix, np.zeros(state.model.nv)
     levels = []
@@ -300,7 +301,7 @@ def test_controller_torques_equal_the_reference_recursion(name):
         inverse_inertia, start, levels = level_inputs(name, state)
         threshold = control.singular_value_threshold
         expected, inertias = reference_recursion(inverse_inertia, start, levels, threshold)
-        constraint = control._constraint(state)[1] if control.contacts else None
+        constraint = contact_dynamics(state, control.contacts)[1] if control.contacts else None
         expected_torque = control._torque(state, expected, constraint)[0]
         result = control.compute(state)
         assert close(result.acceleration, expected)

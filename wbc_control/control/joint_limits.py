@@ -47,7 +47,7 @@ joint acceleration) whose torque is within it, the joints' bounds weighed 10³ t
 the rest (`fit_torque`), a bounded least-squares problem in τ solved by an active set
 (`box_least_squares`, as in Stark & Parker 1995, "Bounded-variable least-squares"). With
 contacts the torque depends on the contact forces too; there the controller lowers s until the
-torque fits (`task_scale`).
+torque fits (`torque_limits.task_scale`).
 
 Why SNS rather than the activation thresholds of Mansard, Khatib & Kheddar (2009): a joint
 enters the saturated set exactly when its unconstrained acceleration reaches its bound, so the
@@ -307,13 +307,14 @@ class JointLimits:
         acceleration: np.ndarray,
         level: JointLimitLevel | None,
         torque_range: tuple[np.ndarray, np.ndarray],
+        bounds: tuple[np.ndarray, np.ndarray],
     ) -> np.ndarray:
         """The q̈ `(nv,)` nearest `acceleration` whose torque M q̈ + h lies in `torque_range`.
 
         A fully actuated fixed base only (nv = n_act). Nearest in the joints' accelerations,
-        the saturated joints of `level` and any joint the fit would drive out of its bounds
-        weighed `HELD_WEIGHT` times as much, those at their bound (module docstring); one
-        compiled call (`joint_limit_kernel.fitted_acceleration`).
+        the saturated joints of `level` and any joint the fit would drive out of its `bounds`
+        (this state's (a⁻, a⁺) of `bounds`) weighed `HELD_WEIGHT` times as much, those at their
+        bound (module docstring); one compiled call (`joint_limit_kernel.fitted_acceleration`).
         """
         held = np.zeros(len(acceleration), dtype=bool) if level is None else level.active
         return fitted_acceleration(
@@ -321,7 +322,7 @@ class JointLimits:
             state.nonlinear_effects,
             acceleration,
             held,
-            *self.bounds(state),
+            *bounds,
             *torque_range,
             (HELD_WEIGHT, FIT_TOLERANCE),
         )
@@ -382,28 +383,3 @@ def hold(
         np.empty(3),
     )
     return False
-
-
-def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:
-    """Whether lower ≤ τ ≤ upper on every joint (all `(n,)`)."""
-    return bool((torque <= upper).all() and (torque >= lower).all())
-
-
-def task_scale(
-    unforced: np.ndarray, full: np.ndarray, limits: np.ndarray, lower: np.ndarray | None = None
-) -> float:
-    """The largest s ∈ [0, 1] with lower ≤ τ₀ + s (τ₁ − τ₀) ≤ limits where τ₀ is within.
-
-    Args:
-        unforced: τ₀, the torque with the user tasks' ẍ* = 0, `(n,)`.
-        full: τ₁, the torque with the tasks as they are, `(n,)`.
-        limits: the upper bounds (the effort limits), `(n,)`.
-        lower: the lower bounds, `(n,)`; default −limits.
-    """
-    lower = -limits if lower is None else lower
-    change = full - unforced
-    feasible = (unforced <= limits) & (unforced >= lower)
-    with np.errstate(divide='ignore', invalid='ignore'):
-        room = np.where(change > 0.0, limits - unforced, lower - unforced) / change
-    room = room[feasible & (change != 0.0)]
-    return float(np.clip(room.min(), 0.0, 1.0)) if room.size else 1.0

@@ -65,7 +65,7 @@ from wbc_control.control.controller_types import (
     validate_threshold,
     validate_weight,
 )
-from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, fits, hold, task_scale
+from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, hold
 from wbc_control.control.level_kernel import BLOCKING, KEEP, LAW, level_step
 from wbc_control.control.level_search import LevelSearch
 from wbc_control.control.task_activation import (
@@ -75,7 +75,7 @@ from wbc_control.control.task_activation import (
     task_reports,
 )
 from wbc_control.control.tick_reports import level_health
-from wbc_control.control.torque_limits import TorqueLimiter
+from wbc_control.control.torque_limits import TorqueLimiter, fits, task_scale
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -283,7 +283,7 @@ class PrioritizedController:
             if not fits(self._torque(state, scaled, constraint)[0], lower, upper):
                 if constraint is None and self._torque_affine:  # τ = M q̈ + h: fit it
                     limits, fitted = self.joint_limits, (lower, upper)
-                    scaled = limits.fit_torque(state, scaled, limit_level, fitted)
+                    scaled = limits.fit_torque(state, scaled, limit_level, fitted, bounds)
                 else:
                     base = unforced(limit_level) if base is None else base
                     full_torque = self._torque(state, acceleration, constraint)[0]
@@ -340,13 +340,11 @@ class PrioritizedController:
         start: np.ndarray,
         level_terms: list,
         limit_level: JointLimitLevel | None,
-        limits: Sequence[tuple[JointLimitLevel | None, float]] = (),
     ) -> tuple[np.ndarray, LazyReports]:
         """q̈ `(nv,)` from the priority recursion of the module docstring, and each level's health.
 
         One `level_step` call per level. `limit_level`, joints saturated at their limits, goes
-        above every user level; `limits[k]` = (joints saturated just above level k, its
-        scale), only levels it covers are solved.
+        above every user level (the multi-level saturation is `LevelSearch`'s).
         """
         acceleration, threshold = start.copy(), self.singular_value_threshold
         null_space, step, law = self._null_space, level_step, LAW
@@ -355,15 +353,9 @@ class PrioritizedController:
         if limit_level is not None:
             first = hold(inverse_inertia, acceleration, null_space, True, limit_level, threshold)
         last, stats = self._level_count - 1, self._unsolved.copy()
-        if limits:
-            level_terms = level_terms[: len(limits)]
         for index, (sqrt_weights, (_, jacobian, _, target)) in enumerate(
             zip(self._sqrt_weights, level_terms)
         ):
-            saturated, scale = limits[index] if limits else (None, 1.0)
-            if saturated is not None:
-                held = (acceleration, null_space, first, saturated, threshold)
-                first = hold(inverse_inertia, *held)
             update = BLOCKING if index < last else KEEP
             step(
                 jacobian,
@@ -373,7 +365,7 @@ class PrioritizedController:
                 null_space,
                 first,
                 threshold,
-                scale,
+                1.0,
                 True,
                 update,
                 law,
@@ -382,7 +374,3 @@ class PrioritizedController:
             )
             first = False
         return acceleration, LazyReports(level_health, self.levels, self._generic_ranks, stats)
-
-    def _constraint(self, state: RobotState):
-        """M†, A, the method and the contacts' own acceleration (`contacts.contact_dynamics`)."""
-        return contact_dynamics(state, self.contacts, self._contact_rows[self._key])
