@@ -47,7 +47,6 @@ ZERO = np.zeros(len(JOINTS))
 START_TIMEOUT_S = 600.0
 ANSWER_TIMEOUT_S = 30.0
 SERVICE_TIMEOUT_S = 30.0
-SERVICE_RETRY_S = 5.0
 DIAGNOSTICS_TIMEOUT_S = 30.0
 # The posture controller's joint_state_timeout (s): stamps up to this old are judged by their
 # order, and its watchdog stays quiet while a test waits on it.
@@ -206,18 +205,10 @@ class Controller:
         return parameter_value_to_python(response.values[0])
 
     def _call(self, client, request):
-        """The response, asking again every SERVICE_RETRY_S while none comes.
-
-        A response can be lost right after discovery (Fast DDS: "failed to send response
-        (timeout)" while the client's response reader is not yet matched); parameter get and
-        set requests are safe to repeat.
-        """
-        deadline = time.monotonic() + SERVICE_TIMEOUT_S
-        while time.monotonic() < deadline:
-            future = client.call_async(request)
-            if self.probe.spin_until(future.done, SERVICE_RETRY_S):
-                return future.result()
-        raise AssertionError(f'parameter service did not answer within {SERVICE_TIMEOUT_S} s')
+        """The response (parameter get and set requests are safe to repeat: `RosProbe.request`)."""
+        response = self.probe.request(lambda: client.call_async(request), SERVICE_TIMEOUT_S)
+        assert response is not None, f'no parameter service answer in {SERVICE_TIMEOUT_S} s'
+        return response
 
     def diagnostics(
         self, condition: Callable[[dict], bool], timeout: float = DIAGNOSTICS_TIMEOUT_S

@@ -115,6 +115,20 @@ class RosProbe:
             rclpy.spin_once(self.node, timeout_sec=0.01)
         return condition()
 
+    def request(self, send: Callable[[], object], timeout: float, retry: float = 5.0) -> object:
+        """The result of the future `send()` returns, sending again every `retry` s.
+
+        A service response can be lost right after discovery (Fast DDS: "failed to send
+        response (timeout)" while the client's response reader is not yet matched); for
+        requests safe to repeat. None if nothing answers within `timeout` s.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            future = send()
+            if self.spin_until(future.done, min(retry, deadline - time.monotonic())):
+                return future.result()
+        return None
+
     def spin_for(self, seconds: float) -> None:
         """Spin for a fixed time."""
         self.spin_until(lambda: False, seconds)

@@ -45,7 +45,6 @@ STOP_S = 1.0
 #: own stop, which takes 10 to 30 ms otherwise.
 MIDDLEWARE_STALL_S = 1.0
 START_TIMEOUT_S = 120.0
-REQUEST_RETRY_S = 5.0
 #: Wall-clock bound of an exit however loaded the machine (ros2 launch escalates after 5 s).
 LATE_EXIT_S = 10.0
 #: Between the two SIGINTs of a terminal's Ctrl-C under ros2 launch.
@@ -69,20 +68,11 @@ def start(script: str, *overrides: str) -> NodeProcess:
 
 
 def wait_until_spinning(probe: RosProbe, node: NodeProcess, script: str) -> None:
-    """Until the node answers a parameter request, which only a spinning node does.
-
-    Asked again every REQUEST_RETRY_S: a response can be lost (Fast DDS on Jazzy, load 12:
-    "failed to send response (timeout)" while the client's response reader was not yet
-    matched), and that request is never answered.
-    """
+    """Until the node answers a parameter request, which only a spinning node does."""
     client = AsyncParameterClient(probe.node, f'/{script}')
     assert client.wait_for_services(START_TIMEOUT_S), node.output()
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        future = client.get_parameters(['use_sim_time'])
-        if probe.spin_until(future.done, REQUEST_RETRY_S):
-            return
-    raise AssertionError(f'{script} answered no parameter request:\n{node.output()}')
+    answer = probe.request(lambda: client.get_parameters(['use_sim_time']), START_TIMEOUT_S)
+    assert answer is not None, f'{script} answered no parameter request:\n{node.output()}'
 
 
 class Exit(NamedTuple):
