@@ -55,6 +55,10 @@ MODULES = (
     # Appended, so the numbers of the modules above stay those of earlier runs.
     'wbc_control/control/level_kernel.py',
     'wbc_control/control/symmetric_eigen.py',
+    'wbc_control/control/joint_limit_kernel.py',
+    'wbc_control/control/bounded_least_squares.py',
+    'wbc_control/control/level_search.py',
+    'wbc_control/control/joint_limits.py',
 )
 #: Fastest and most specific first: with -x a killed mutant stops at its first failure.
 TESTS = (
@@ -70,8 +74,47 @@ TESTS = (
     'test/core/test_johnson_2024.py',
     'test/core/test_singularity.py',
 )
+#: test_joint_limits.py without its rollouts from a fallen arm (30 s compiled, minutes as
+#: Python): the SNS properties, the torque fit and the box least squares, each a second or less.
+JOINT_LIMIT_TESTS = tuple(
+    f'test/core/test_joint_limits.py::{name}'
+    for name in (
+        'test_box_least_squares_matches_scipy',
+        'test_a_joint_pulled_into_its_wall_is_held_and_reported',
+        'test_a_lower_levels_saturations_leave_the_higher_level_whole',
+        'test_a_plan_beyond_the_torque_range_is_fitted_to_it',
+        'test_a_soft_start_ramps_the_tasks_while_the_level_brakes_in_full',
+        'test_invalid_settings',
+    )
+)
+#: The workspace rollouts too: 1 s each compiled, 30 to 40 s each as Python.
+JOINT_LIMIT_ROLLOUTS = (
+    'test/core/test_joint_limits.py::'
+    'test_a_target_outside_the_workspace_never_drives_a_joint_past_its_limit',
+)
 #: The tests that exercise each module, most specific first; a mutant runs these only.
 TESTS_BY_MODULE = {
+    'wbc_control/control/joint_limit_kernel.py': (
+        *JOINT_LIMIT_TESTS,
+        'test/core/test_joint_limit_kernel.py',
+    ),
+    'wbc_control/control/bounded_least_squares.py': (
+        'test/core/test_joint_limits.py::test_box_least_squares_matches_scipy',
+        'test/core/test_joint_limits.py::test_a_plan_beyond_the_torque_range_is_fitted_to_it',
+    ),
+    'wbc_control/control/level_search.py': (
+        'test/core/test_joint_limit_kernel.py',
+        *JOINT_LIMIT_TESTS,
+        *JOINT_LIMIT_ROLLOUTS,
+        'test/core/test_prioritized_controller.py',
+    ),
+    'wbc_control/control/joint_limits.py': (
+        *JOINT_LIMIT_TESTS,
+        *JOINT_LIMIT_ROLLOUTS,
+        'test/core/test_joint_limit_kernel.py',
+        'test/core/test_level_kernel.py',
+        'test/core/test_prioritized_controller.py',
+    ),
     'wbc_control/control/symmetric_eigen.py': (
         'test/core/test_symmetric_eigen.py',
         'test/core/test_level_kernel.py',
@@ -109,6 +152,8 @@ TESTS_BY_MODULE = {
 ENVIRONMENT_BY_MODULE = {
     'wbc_control/control/level_kernel.py': {'NUMBA_DISABLE_JIT': '1'},
     'wbc_control/control/symmetric_eigen.py': {'NUMBA_DISABLE_JIT': '1'},
+    'wbc_control/control/joint_limit_kernel.py': {'NUMBA_DISABLE_JIT': '1'},
+    'wbc_control/control/bounded_least_squares.py': {'NUMBA_DISABLE_JIT': '1'},
 }
 TIMEOUT_S = 600.0
 
