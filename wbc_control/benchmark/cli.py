@@ -21,10 +21,9 @@ from wbc_control.benchmark.dds import DEFAULT_DDS_SECONDS, dds_benchmark
 from wbc_control.benchmark.report import evaluate_targets, format_report
 from wbc_control.benchmark.scenarios import BUILT_IN_SCENARIOS, Scenario, config_scenario
 from wbc_control.benchmark.tick import DEFAULT_TICKS, measure_ticks
+from wbc_control.blas_threads import BLAS_THREAD_VARIABLES, use_one_thread
 from wbc_control.exceptions import ModelError, WbcError
 from wbc_control.model.example_robots import EXAMPLE_ROBOTS
-
-BLAS_THREAD_VARIABLES = ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')
 
 
 def machine_description() -> dict:
@@ -122,10 +121,10 @@ def single_threaded_blas(argv: Sequence[str]) -> None:
     a 38×38 product on a loaded machine); a real-time controller runs with one BLAS thread.
     The variables must be set before numpy loads, hence the re-exec.
     """
-    if any(name in os.environ for name in BLAS_THREAD_VARIABLES):
-        return
-    environment = dict(os.environ, **dict.fromkeys(BLAS_THREAD_VARIABLES, '1'))
-    os.execve(sys.executable, [sys.executable, '-m', 'wbc_control.benchmark', *argv], environment)
+    environment = dict(os.environ)
+    if use_one_thread(environment):
+        arguments = [sys.executable, '-m', 'wbc_control.benchmark', *argv]
+        os.execve(sys.executable, arguments, environment)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,11 +9,17 @@ entity exists), so the process simply ends with code 0, as after any requested s
 
 Once the node has stopped, the process ends without the interpreter's teardown
 (:func:`runtime.end_process`).
+
+Before the node's module is imported, BLAS is made single-threaded unless the user set a thread
+count (:mod:`wbc_control.blas_threads`): multithreaded BLAS on a busy machine turns the tick's
+small solves into millisecond stalls.
 """
 
 import importlib
 import os
 import signal
+
+from wbc_control.blas_threads import use_one_thread
 
 
 def _stop_during_imports(number: int, frame: object) -> None:
@@ -24,6 +30,7 @@ def _run(module: str) -> None:
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, _stop_during_imports)
     # run_node replaces these handlers with its own before it initialises rclpy.
+    use_one_thread()  # before numpy and scipy load their BLAS
     try:
         importlib.import_module(module).main()
     except SystemExit as stop:
