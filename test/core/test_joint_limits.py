@@ -4,6 +4,8 @@ The rollouts integrate q̈ = M⁻¹(τ − h) from Pinocchio's ABA with semi-imp
 no simulator and no joint stops; only the controller keeps the joints inside their limits.
 """
 
+import math
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -265,3 +267,128 @@ def test_box_least_squares_matches_scipy(seed):
     cost = np.sum((matrix.dot(solution) - target) ** 2)
     best = np.sum((matrix.dot(reference) - target) ** 2)
     assert cost <= best + 1e-9 * max(1.0, best)
+
+
+def viability_ceiling(limits: JointLimits, distance: float, max_speed: float) -> float:
+    """v⁺(d) = min(ω d, √(2 A d), v_max) for d > 0, min(ω d, v_max) at or beyond the wall."""
+    value = min(limits.kp / (2.0 * math.sqrt(limits.kp)) * distance, max_speed)
+    if distance > 0.0:
+        value = min(value, math.sqrt(2.0 * limits.deceleration * distance))
+    return value
+
+
+def viability_bounds(limits: JointLimits, positions, velocities):
+    """(a⁻, a⁺) written out from the module docstring, joint by joint in plain Python.
+
+    ω = kp / kd with kd = 2 √kp; aᵢ⁺ = kd (v⁺(dᵢ) − q̇ᵢ), aᵢ⁻ = kd (−v⁺(dᵢ⁻) − q̇ᵢ) ≤ aᵢ⁺.
+    The walls stand `margin` inside each URDF limit, a quarter of a narrower range inside.
+    """
+    lower_limits, upper_limits = limits.robot.position_limits
+    kd = 2.0 * math.sqrt(limits.kp)
+    lower, upper = [], []
+    for i, (q, v) in enumerate(zip(positions, velocities)):
+        inset = min(limits.margin, 0.25 * (upper_limits[i] - lower_limits[i]))
+        speed = limits.max_speed[i]
+        up = kd * (viability_ceiling(limits, upper_limits[i] - inset - q, speed) - v)
+        down = viability_ceiling(limits, q - lower_limits[i] - inset, speed)
+        upper.append(up)
+        lower.append(min(kd * (-down - v), up))
+    return np.array(lower), np.array(upper)
+
+
+@pytest.mark.parametrize('seed', range(8))
+def test_the_bounds_are_the_viability_ceilings(seed):
+    """`JointLimits.bounds` (compiled) against the formula, near, at and beyond the walls.
+
+    Positions within 0.3 rad of a limit (some past it), speeds up to twice the URDF limits:
+    every branch of v⁺ (the PD wall, the braking parabola, the speed limit, d ≤ 0) and the
+    fingers, whose 4 cm range puts their walls a quarter of it inside.
+    """
+    panda = robot('panda')
+    rng = np.random.default_rng(seed)
+    limits = JointLimits(panda, margin=0.05, kp=float(rng.uniform(50.0, 800.0)),
+                         deceleration=float(rng.uniform(1.0, 20.0)))  # fmt: skip
+    lower_limits, upper_limits = panda.position_limits
+    near_upper = rng.random(panda.n_actuated) < 0.5
+    offset = rng.uniform(-0.3, 0.05, panda.n_actuated) * np.minimum(
+        1.0, upper_limits - lower_limits
+    )
+    positions = np.where(near_upper, upper_limits + offset, lower_limits - offset)
+    velocities = rng.uniform(-2.0, 2.0, panda.n_actuated) * limits.max_speed
+    state = RobotState(panda)
+    state.update(positions, velocities)
+    lower, upper = limits.bounds(state)
+    expected_lower, expected_upper = viability_bounds(limits, positions, velocities)
+    np.testing.assert_allclose(upper, expected_upper, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(lower, expected_lower, rtol=1e-12, atol=1e-9)
+    assert (lower <= upper).all()
+
+
+def test_within_is_inclusive_up_to_its_tolerance_and_false_for_nan():
+    panda = robot('panda')
+    limits = JointLimits(panda)
+    lower, upper = -np.ones(panda.n_actuated), np.ones(panda.n_actuated)
+    acceleration = np.zeros(panda.nv)
+    assert limits.within(acceleration, (lower, upper))
+    for joint, value, inside in [(0, 1.0, True), (8, -1.0, True), (3, 1.0 + 5e-10, True),
+                                 (3, 1.0 + 2e-9, False), (8, -1.0 - 2e-9, False),
+                                 (4, np.nan, False)]:  # fmt: skip
+        acceleration[:] = 0.0
+        acceleration[joint] = value
+        assert limits.within(acceleration, (lower, upper)) == inside, (joint, value)
+    acceleration[:] = 0.0
+    acceleration[5] = 1.5
+    assert limits.within(acceleration, (lower, upper), tolerance=0.6)
+    assert not limits.within(acceleration, (lower, upper), tolerance=0.4)
+
+
+def reference_fit(state, acceleration, held, bounds, torque_range):
+    """`JointLimits.fit_torque` by scipy's bounded-variable least squares.
+
+    min over τ ∈ [τ⁻, τ⁺] of Σ wᵢ² (M⁻¹(τ − h) − q̈ᵢ*)², wᵢ = 10³ for a held joint; a joint the
+    fit drives past [a⁻ − 10⁻⁶, a⁺ + 10⁻⁶] is held at that bound from then on, and the fit rerun.
+    """
+    inverse, bias = state.inverse_mass_matrix, state.nonlinear_effects
+    lower, upper = bounds
+    target, holding = acceleration.copy(), held.copy()
+    for _ in range(len(acceleration)):
+        weights = np.where(holding, 1e3, 1.0)
+        matrix = weights[:, None] * inverse
+        rhs = weights * (target + inverse.dot(bias))
+        torque = lsq_linear(matrix, rhs, bounds=torque_range, method='bvls', tol=1e-14).x
+        fitted = inverse.dot(torque - bias)
+        outside = ~holding & ((fitted > upper + 1e-6) | (fitted < lower - 1e-6))
+        if not outside.any():
+            break
+        holding |= outside
+        target[outside] = np.clip(fitted, lower, upper)[outside]
+    return fitted
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_the_torque_fit_is_the_weighted_bounded_least_squares(seed):
+    """The compiled fit against `reference_fit`, with held joints and joints pushed out.
+
+    A random Panda state and a q̈ whose torque leaves a ± 5 N m window around gravity; two
+    joints held; the bounds (a⁻, a⁺) tight enough that the first fit drives some joint past
+    them on most seeds, which the fit then holds at its bound.
+    """
+    panda = robot('panda')
+    rng = np.random.default_rng(seed)
+    limits = JointLimits(panda)
+    state = RobotState(panda)
+    state.update(np.array(READY) + rng.uniform(-0.3, 0.3, 9) * np.r_[np.ones(7), 0, 0],
+                 rng.uniform(-1.0, 1.0, 9))  # fmt: skip
+    acceleration = rng.uniform(-20.0, 20.0, panda.nv)
+    torque_range = (state.gravity - 5.0, state.gravity + 5.0)
+    free = state.mass_matrix.dot(acceleration) + state.nonlinear_effects
+    assert ((free < torque_range[0]) | (free > torque_range[1])).any()
+    held = np.zeros(panda.n_actuated, dtype=bool)
+    held[rng.choice(7, 2, replace=False)] = True
+    bounds = (acceleration - rng.uniform(0.5, 3.0, 9), acceleration + rng.uniform(0.5, 3.0, 9))
+    level = limits.saturated(held, acceleration)
+    fitted = limits.fit_torque(state, acceleration, level, torque_range, bounds)
+    expected = reference_fit(state, acceleration, held, bounds, torque_range)
+    np.testing.assert_allclose(fitted, expected, atol=1e-6 * np.abs(expected).max())
+    torque = state.mass_matrix.dot(fitted) + state.nonlinear_effects
+    assert (torque >= torque_range[0] - 1e-9).all() and (torque <= torque_range[1] + 1e-9).all()
