@@ -392,3 +392,37 @@ def test_the_torque_fit_is_the_weighted_bounded_least_squares(seed):
     np.testing.assert_allclose(fitted, expected, atol=1e-6 * np.abs(expected).max())
     torque = state.mass_matrix.dot(fitted) + state.nonlinear_effects
     assert (torque >= torque_range[0] - 1e-9).all() and (torque <= torque_range[1] + 1e-9).all()
+
+
+def test_without_tasks_the_joints_beyond_their_walls_are_pulled_back_dynamically_consistently():
+    """No task levels: SNS with q̈₀ alone (`JointLimits.saturate`).
+
+    Joint 4 stands 3 cm beyond its upper wall and joint 6 4 cm beyond its lower one, at rest:
+    q̈ = 0 leaves their bounds (a⁺ = kp d < 0, a⁻ > 0), so both are saturated at that bound, and
+    the other joints take the least-kinetic-energy q̈ that holds them there (Khatib 1987's
+    dynamically consistent inverse): q̈ = M⁻¹Eᵀ(E M⁻¹Eᵀ)⁻¹ a_E, E the two rows eᵢᵀ.
+    """
+    panda = robot('panda')
+    limits = JointLimits(panda)
+    lower_limits, upper_limits = panda.position_limits
+    positions = np.array(READY)
+    positions[3] = upper_limits[3] - 0.02
+    positions[5] = lower_limits[5] + 0.01
+    state = RobotState(panda)
+    state.update(positions, np.zeros(panda.nv))
+    unlimited = np.full(panda.n_actuated, np.inf)
+    ctrl = PrioritizedController(panda, [], effort_limits=unlimited, joint_limits=limits)
+    result = ctrl.compute(state)
+    lower, upper = limits.bounds(state)
+    assert upper[3] == pytest.approx(limits.kp * -0.03) and lower[5] == pytest.approx(
+        limits.kp * 0.04
+    )
+    assert result.joints_at_limit == ('panda_joint4', 'panda_joint6')
+    assert result.task_scale == 1.0
+    rows = np.zeros((2, panda.nv))
+    rows[0, 3] = rows[1, 5] = 1.0
+    inverse = state.inverse_mass_matrix
+    expected = inverse @ rows.T @ np.linalg.solve(rows @ inverse @ rows.T, [upper[3], lower[5]])
+    np.testing.assert_allclose(result.acceleration, expected, rtol=1e-9, atol=1e-9)
+    joints = result.acceleration[panda.indices.v]
+    assert (joints <= upper + 1e-9).all() and (joints >= lower - 1e-9).all()
