@@ -85,6 +85,10 @@ JOINT_LIMIT_TESTS = tuple(
         'test_a_plan_beyond_the_torque_range_is_fitted_to_it',
         'test_a_soft_start_ramps_the_tasks_while_the_level_brakes_in_full',
         'test_invalid_settings',
+        'test_the_bounds_are_the_viability_ceilings',
+        'test_within_is_inclusive_up_to_its_tolerance_and_false_for_nan',
+        'test_the_torque_fit_is_the_weighted_bounded_least_squares',
+        'test_without_tasks_the_joints_beyond_their_walls_are_pulled_back_dynamically_consistently',
     )
 )
 #: The workspace rollouts too: 1 s each compiled, 30 to 40 s each as Python.
@@ -101,6 +105,7 @@ TESTS_BY_MODULE = {
     'wbc_control/control/bounded_least_squares.py': (
         'test/core/test_joint_limits.py::test_box_least_squares_matches_scipy',
         'test/core/test_joint_limits.py::test_a_plan_beyond_the_torque_range_is_fitted_to_it',
+        'test/core/test_joint_limits.py::test_the_torque_fit_is_the_weighted_bounded_least_squares',
     ),
     'wbc_control/control/level_search.py': (
         'test/core/test_joint_limit_kernel.py',
