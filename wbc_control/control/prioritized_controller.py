@@ -223,30 +223,32 @@ class PrioritizedController:
         parts = switching.plan(now_s)
         part, *others = parts
         if not others and part.key == self._key:  # no switch: the stack in force, fully loaded
-            result = self._solve(state)
+            result = self._solve(state)  # the fields as a plain tuple: one result built a tick
         else:
             results = [self._solve_part(state, part) for part in parts]
             self._use(self.stacks.current, {})
             shares = [part.share for part in parts]
             contacts, mu = self.stacks.known_contacts, self.friction_coefficient
             result = results[0] if not others else blend_results(shares, results, contacts, mu)
-        switching.record(result.torque_unlimited)
-        limited = self.limiter.apply(result.torque_unlimited, dt)
-        torque, saturated, rate_limited = limited
-        # Field by field (a `_replace` costs two more calls): result[4:-1] are the fields
-        # between the limiter's and the transition report, the last one.
+        unlimited = result[1]
+        switching.record(unlimited)
+        torque, saturated, rate_limited = self.limiter.apply(unlimited, dt)
+        # result[4:12] are the fields between the limiter's and the transition report.
         saturated |= result[2]  # the joints the controller itself held at the torque range
-        rate_limited |= result[3]
+        rate_limited = rate_limited | result[3]
         return ControllerResult(
-            torque, result[1], saturated, rate_limited, *result[4:-1], switching.report
+            torque, unlimited, saturated, rate_limited, *result[4:12], switching.report
         )
 
     def _solve_part(self, state: RobotState, part: BlendPart) -> ControllerResult:
         self._use(self.stacks.stack(part.key), part.load_shares)
-        return self._solve(state)
+        return ControllerResult(*self._solve(state))
 
-    def _solve(self, state: RobotState) -> ControllerResult:
-        """The stack in force solved, its torque not yet limited (`torque` = unlimited)."""
+    def _solve(self, state: RobotState) -> tuple:
+        """The stack in force solved, its torque not yet limited (`torque` = unlimited).
+
+        The fields of :class:`ControllerResult` but the transition report, as a plain tuple.
+        """
         if self.contacts:
             terms = contact_dynamics(state, self.contacts, self._contact_rows[self._key])
             inverse_inertia, constraint, method, start = terms
@@ -304,7 +306,7 @@ class PrioritizedController:
             at_range = (torque <= fitted[0] + FIT_EDGE) | (torque >= fitted[1] - FIT_EDGE)
             saturated = at_range & (np.abs(torque) >= self.limiter.effort_limits - FIT_EDGE)
             rate_limited = at_range & ~saturated
-        return ControllerResult(
+        return (
             torque,
             torque,
             saturated,

@@ -32,6 +32,8 @@ class TorqueLimiter:
         self.rate_limits = self._validated(rate, 'torque rate limits', size)
         self._lower_limits = -self.effort_limits
         self._previous: np.ndarray | None = None
+        self._none_rate_limited = np.zeros(size, dtype=bool)  # shared: read-only
+        self._none_rate_limited.flags.writeable = False
 
     @staticmethod
     def _validated(values: npt.ArrayLike, what: str, size: int | None = None) -> np.ndarray:
@@ -69,7 +71,7 @@ class TorqueLimiter:
         limited = np.minimum(torque, self.effort_limits)
         np.maximum(limited, self._lower_limits, out=limited)
         saturated = limited != torque
-        rate_limited = np.zeros(limited.shape, dtype=bool)
+        rate_limited = self._none_rate_limited
         if self._previous is not None and dt is not None and dt > 0.0:
             step = self.rate_limits * dt
             low, high = self._previous - step, self._previous + step

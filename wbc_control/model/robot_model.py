@@ -53,6 +53,12 @@ class RobotModel:
     """A Pinocchio model with the name maps a controller needs.
 
     Build it with :meth:`from_urdf_string` or :meth:`from_urdf_path`.
+
+    Attributes:
+        nq: number of configuration coordinates.
+        nv: number of velocity coordinates (degrees of freedom).
+        n_actuated: number of actuated joints (all joints below the root).
+        base_nv: velocity coordinates of the unactuated base (6 for a floating base, else 0).
     """
 
     def __init__(self, model: pin.Model, floating_base: bool) -> None:
@@ -71,6 +77,11 @@ class RobotModel:
                 )
             names.append(model.names[joint_id])
         self.joint_names: tuple[str, ...] = tuple(names)
+        # Plain attributes, not properties: the tick reads them (a property is a call).
+        self.nq: int = model.nq
+        self.nv: int = model.nv
+        self.n_actuated: int = len(names)
+        self.base_nv: int = FREE_FLYER_NV if floating_base else 0
         self._joint_ids = range(first, model.njoints)
         self.indices = self._build_index_tables()
         self.frame_names: tuple[str, ...] = tuple(frame.name for frame in model.frames)
@@ -104,26 +115,6 @@ class RobotModel:
         if not path.is_file():
             raise ModelError(f"URDF file '{path}' does not exist")
         return cls.from_urdf_string(path.read_text(), floating_base)
-
-    @property
-    def nq(self) -> int:
-        """Number of configuration coordinates."""
-        return self.model.nq
-
-    @property
-    def nv(self) -> int:
-        """Number of velocity coordinates (degrees of freedom)."""
-        return self.model.nv
-
-    @property
-    def n_actuated(self) -> int:
-        """Number of actuated joints (all joints below the root)."""
-        return len(self.joint_names)
-
-    @property
-    def base_nv(self) -> int:
-        """Velocity coordinates of the unactuated base (6 for a floating base, else 0)."""
-        return FREE_FLYER_NV if self.floating_base else 0
 
     @property
     def effort_limits(self) -> np.ndarray:
