@@ -16,7 +16,9 @@ import pytest
 from robots import core_controller, random_state, robot, shipped_controller, shipped_parameters
 
 from wbc_control.control.contacts import contact_dynamics
-from wbc_control.control.joint_limits import JointLimits
+from wbc_control.control.joint_limit_kernel import settle_level
+from wbc_control.control.joint_limits import JointLimitLevel, JointLimits
+from wbc_control.control.level_kernel import KEEP, LAW
 from wbc_control.control.level_search import LevelSearch
 
 TOLERANCE = 1e-9
@@ -101,3 +103,35 @@ def test_the_compiled_search_chooses_the_reference_sets_scales_and_acceleration(
     assert saturated_levels >= 6, saturated_levels
     assert scaled_levels >= 3 or stack not in SCALED_STACKS, scaled_levels
     assert lower_saturated >= 1 or stack not in SCALED_STACKS
+
+
+def test_held_rows_nearly_dependent_below_a_level_are_held_as_the_reference_holds_them():
+    """Joint rows are held without the kinematic attenuation of user levels, compiled too.
+
+    Level 0, J₀ = [1, −1, δ], leaves joints 1 and 2 rows whose projections differ by about δ
+    (σ_min / σ_max ≈ δ² / 2, inside the kinematic band): the compiled `settle_level` must hold
+    them as `joint_limits.hold` does (the rows eᵢᵀ of a joint limit are never attenuated).
+    """
+    delta, threshold = 0.01, 1e-3
+    inverse_inertia = np.diag([1.0, 2.0, 0.5])
+    terms = [
+        (None, np.array([[1.0, -1.0, delta]]), None, np.array([0.3])),
+        (None, np.array([[0.0, 0.0, 1.0]]), None, np.array([-0.7])),
+    ]
+    weights = [np.ones(1), np.ones(1)]
+    searches = [
+        LevelSearch(inverse_inertia, np.zeros(3), terms, weights, threshold, np.zeros((2, 3)))
+        for _ in range(2)
+    ]
+    for search in searches:
+        search.settle(None, 1.0)
+    active, values = np.array([True, True, False]), np.array([1.0, 2.0, 0.0])
+    rows = np.eye(3)[active]
+    reference, compiled = searches
+    reference.settle(JointLimitLevel(rows, values[active], active), 1.0)
+    settle_level(
+        inverse_inertia, compiled.acceleration, compiled._null_space, False,
+        np.arange(3, dtype=np.int64), active, values, terms[1][1], terms[1][3], weights[1],
+        threshold, 1.0, KEEP, LAW, compiled.stats[1],
+    )  # fmt: skip
+    assert close(compiled.acceleration, reference.acceleration)
