@@ -160,7 +160,8 @@ def test_the_watchdog_fires_on_wall_time_when_the_node_clock_stops_or_goes_back(
     loop = posture_loop()
     loop.tick(READY, np.zeros(9), None, None, 5.0, wall_s=100.0)
     assert not loop.watchdog(5.0, 100.05)
-    assert loop.watchdog(5.0, 100.2)  # the simulated clock stopped, the wall clock did not
+    assert not loop.watchdog(5.0, 100.1)  # checked every half timeout, as the node does
+    assert loop.watchdog(5.0, 100.15)  # the simulated clock stopped, the wall clock did not
     loop.tick(READY, np.zeros(9), None, None, 5.0, wall_s=100.3)
     assert loop.watchdog(4.0, 100.31)  # the simulated clock went back
 

@@ -103,6 +103,33 @@ def test_watchdog_expires_on_wall_time_when_the_node_clock_stops():
     assert dog.age(3.0, 10.6) == pytest.approx(0.6)
 
 
+def test_a_stalled_check_waits_once_for_a_state_queued_behind_it():
+    # A lock-stepped simulator waits for each command: its clock stops with ours. The process
+    # stalls 2 s (no check, no callback); the first check after it defers the wall criterion,
+    # the queued state is then handled, and the loop goes on without a safe command.
+    dog = Watchdog(timeout_s=0.1, wall_timeout_s=1.0)
+    dog.feed(3.0, 10.0)
+    assert not dog.expired(3.0, 10.05)
+    assert not dog.expired(3.0, 12.05)  # deferred: 2 s since the previous check
+    dog.feed(3.004, 12.06)
+    assert not dog.expired(3.004, 12.1)
+
+
+def test_a_stalled_check_defers_only_once_and_never_the_node_clock():
+    dog = Watchdog(timeout_s=0.1, wall_timeout_s=1.0)
+    dog.feed(3.0, 10.0)
+    assert not dog.expired(3.0, 10.05)
+    assert not dog.expired(3.0, 12.05)  # deferred
+    assert dog.expired(3.0, 12.1)  # no state came: the input is gone, not just late
+    assert dog.expired(3.0, 14.1)  # a second stall in a row is not deferred
+    dog.feed(3.0, 14.2)
+    assert dog.expired(3.5, 16.2)  # node time ran past the timeout: no deferral
+    dog.feed(4.0, 16.3)
+    assert not dog.expired(4.0, 16.35)
+    assert not dog.expired(4.0, 16.4)  # checks on time: the wall criterion at once
+    assert dog.expired(4.0, 17.35)
+
+
 def test_watchdog_expires_when_the_node_clock_goes_back_and_after_a_reset():
     dog = Watchdog(timeout_s=0.1)
     dog.feed(8.0, 10.0)

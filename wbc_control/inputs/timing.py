@@ -113,6 +113,14 @@ class Watchdog:
     A node clock that went backwards since the last feed counts as expired, as does one that
     stopped while the wall clock runs on.
 
+    A check that comes more than the wall timeout after the previous one means this process
+    stalled (the checks run every fraction of the timeout), not its input: a state may be
+    queued behind the check, and a lock-stepped simulator would take the safe command for an
+    answer and step with it. The wall criterion then waits for the next check, once, and
+    never for a state already stale (a stale state turns fresh only by a feed); the node
+    clock's criterion still applies (on a robot, where node time is wall time, a stall of more
+    than `timeout_s` still sends the safe command at once).
+
     Args:
         timeout_s: node-time limit (s).
         wall_timeout_s: wall-time limit (s); default `timeout_s`.
@@ -123,6 +131,9 @@ class Watchdog:
         wall = timeout_s if wall_timeout_s is None else wall_timeout_s
         self.wall_timeout_s = _positive(wall, 'wall timeout')
         self._fed: tuple[float, float] | None = None
+        self._last_check_s: float | None = None  # wall time of the previous check
+        self._stale = True  # the previous check's verdict
+        self._deferred = False  # the previous check deferred the wall criterion
 
     def feed(self, node_s: float, wall_s: float) -> None:
         """A good state ticked at these times."""
@@ -140,7 +151,18 @@ class Watchdog:
 
     def expired(self, node_s: float, wall_s: float) -> bool:
         """True when the safe command must go out."""
+        last_check_s, self._last_check_s = self._last_check_s, wall_s
+        was_stale = self._stale or self._deferred
+        self._stale, self._deferred = True, False
         if self._fed is None:
             return True
         node_age, wall_age = node_s - self._fed[0], wall_s - self._fed[1]
-        return node_age < 0.0 or node_age > self.timeout_s or wall_age > self.wall_timeout_s
+        if node_age < 0.0 or node_age > self.timeout_s:
+            return True
+        if wall_age > self.wall_timeout_s:
+            stalled = last_check_s is not None and wall_s - last_check_s > self.wall_timeout_s
+            if was_stale or not stalled:
+                return True
+            self._deferred = True
+        self._stale = False
+        return False
