@@ -15,8 +15,12 @@ import numpy as np
 import pytest
 from ros_support import executable
 
+from wbc_control.demo.command_gate import CommandGate
 from wbc_control.demo.legged import Move, lead_target, min_jerk, path
+from wbc_control.demo.legged_report import LeggedRecord, summarize_legged, write_legged_report
 from wbc_control.demo.scenarios import LEGGED_SCENARIOS
+from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.robot_model import RobotModel
 
 #: Wall-clock upper bound for one demo: two processes up on a loaded 2-core machine (up to
 #: 2 minutes each), then 7-8 s of lock-stepped simulated time (Talos: about 10 ms of wall
@@ -96,3 +100,43 @@ def test_the_scripts_release_the_foot_they_lift():
         assert release + 0.3 < lift.start_s and lower.start_s + lower.duration_s < close
         assert lower.start_s - (lift.start_s + lift.duration_s) == pytest.approx(2.0)
         assert scenario.released(lift.start_s) and not scenario.released(close)
+
+
+def test_the_gate_passes_one_command_per_handled_state():
+    gate = CommandGate()
+    gate.command('gravity')  # the controller's watchdog, before any state
+    assert gate.take() is None
+    gate.state_handled()
+    gate.command('tick 0')  # the newest wins
+    assert gate.take() == 'tick 0'
+    gate.command('late')
+    assert gate.take() is None  # one command per state: the simulator cannot run ahead
+    gate.state_handled()
+    assert gate.take() == 'late'
+    assert (gate.states_handled, gate.commands_passed, gate.commands_repeated) == (2, 2, 0)
+
+
+def test_a_resent_state_resends_a_lost_command_and_nothing_else():
+    gate = CommandGate()
+    gate.state_handled()
+    assert gate.state_resent() is None  # nothing passed yet: the controller's answer will go
+    gate.command('tick 0')
+    assert gate.take() == 'tick 0'
+    assert gate.state_resent() == 'tick 0'  # passed, yet the simulator asks again: lost
+    assert gate.commands_repeated == 1
+    gate.state_handled()
+    assert gate.state_resent() is None  # the new state's command is still to come
+    assert gate.take() is None
+
+
+def test_a_run_that_ended_before_the_weight_shift_has_a_short_summary(tmp_path):
+    scenario = LEGGED_SCENARIOS['talos_lift']()
+    robot = RobotModel.from_urdf_path(*example_robot_urdf(scenario.robot))
+    record = LeggedRecord()
+    record.times, record.configurations = [0.0], [robot.neutral_configuration()]
+    record.velocities = [np.zeros(robot.nv)]
+    summary = summarize_legged(scenario, robot, record)
+    assert summary == {'samples': 1, 'sim_time_s': 0.0}
+    write_legged_report(scenario, robot, record, summary, tmp_path)
+    assert json.loads((tmp_path / 'summary.json').read_text()) == summary
+    assert not (tmp_path / 'demo.png').exists()

@@ -29,6 +29,7 @@ from rclpy.parameter_client import AsyncParameterClient
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from wbc_control.demo.command_gate import CommandGate
 from wbc_control.demo.legged import LeggedScenario, lead_target
 from wbc_control.demo.legged_report import LeggedRecord, summarize_legged, write_legged_report
 from wbc_control.demo.processes import (
@@ -86,8 +87,7 @@ class LeggedMonitor(Node):
         self.create_subscription(Odometry, 'odom', self._on_odometry, QUEUE_DEPTH)
         self.create_subscription(Float64MultiArray, COMMAND_RELAY, self._on_command, QUEUE_DEPTH)
         self._commands = self.create_publisher(Float64MultiArray, COMMAND_TOPIC, QUEUE_DEPTH)
-        self._held: Float64MultiArray | None = None
-        self._states_handled = self._commands_passed = 0
+        self._gate: CommandGate[Float64MultiArray] = CommandGate()
         self._controller_listening = self._controller_ticked = False
 
     def joint_state_publishers(self) -> int:
@@ -127,7 +127,12 @@ class LeggedMonitor(Node):
         if stamp <= self.sim_time:
             # The lock-stepped simulator re-sends its state when no command came for a while:
             # counted again, it would let a second command through for one step, and every
-            # command after it would act one control period late.
+            # command after it would act one control period late. If its command was passed
+            # on, it was lost: the same command goes again.
+            repeated = self._gate.state_resent() if stamp == self.sim_time else None
+            if repeated is not None:
+                print(f'\nwbc_demo: state {stamp:.3f} s re-sent: its command was lost, sent again')
+                self._commands.publish(repeated)
             return
         self.sim_time = stamp
         self.last_state_wall = time.monotonic()
@@ -144,7 +149,7 @@ class LeggedMonitor(Node):
         self.record.times.append(stamp)
         self.record.configurations.append(q)
         self.record.velocities.append(v)
-        self._states_handled += 1
+        self._gate.state_handled()
         self.pass_commands()
 
     def _measure_starts(self, q: np.ndarray) -> np.ndarray:
@@ -199,7 +204,7 @@ class LeggedMonitor(Node):
         if len(message.data) == self.robot.n_actuated and self.sim_time >= 0.0:
             self.record.torque_times.append(self.sim_time)
             self.record.torques.append(np.asarray(message.data))
-        self._held = message  # the newest: the watchdog's commands before the first tick go
+        self._gate.command(message)  # the newest: the watchdog's ones before the first tick go
         self.pass_commands()
 
     def started(self) -> bool:
@@ -218,9 +223,9 @@ class LeggedMonitor(Node):
             )
         if not self._controller_listening:
             return
-        if self._held is not None and self._commands_passed < self._states_handled:
-            self._commands.publish(self._held)
-            self._held, self._commands_passed = None, self._commands_passed + 1
+        command = self._gate.take()
+        if command is not None:
+            self._commands.publish(command)
 
 
 def _stamp_s(message) -> float:
@@ -276,7 +281,8 @@ def run_legged(scenario: LeggedScenario, arguments: argparse.Namespace) -> int:
     summary = summarize_legged(scenario, robot, monitor.record)
     png = write_legged_report(scenario, robot, monitor.record, summary, output)
     print((output / 'summary.txt').read_text(), end='')
-    print(f'wbc_demo: wrote {png} and {output / "summary.txt"}')
+    written = f'{png} and ' if png.exists() else ''
+    print(f'wbc_demo: wrote {written}{output / "summary.txt"}')
     return 0 if completed else 1
 
 

@@ -311,9 +311,12 @@ def talos_lift() -> LeggedScenario:
         'contact_types': ['surface', 'surface'],
         'friction_coefficient': 0.7,
         'odom_pairing': 'stamp',
-        # A tick starved of CPU for seconds (load ~40 on 2 cores) is no stale state here: a
-        # watchdog command would step the lock-stepped simulator with gravity torques alone.
-        'joint_state_timeout': 60.0,
+        # As Solo12's: a command lost right after discovery (the controller's first answer
+        # published before its writer matched the monitor's reader) is replaced by the
+        # watchdog's gravity command after 5 s instead of stalling the lock-stepped loop (60 s
+        # did, 2 runs in 8 at load 7). A controller starved of CPU that long is no stale state:
+        # the watchdog's first check after a stall waits for the state queued behind it.
+        'joint_state_timeout': 5.0,
         'stale_command': 'gravity',
         'contact_transition_time': 0.3,
         'task_names': ['pelvis', 'torso', 'left_foot', 'pelvis_orientation', 'posture'],
