@@ -2,6 +2,7 @@
 
     python tools/measure_launch_rate.py --robot panda --seconds 20
     python tools/measure_launch_rate.py --robot talos --seconds 20 --json talos_rate.json
+    python tools/measure_launch_rate.py --robot talos lockstep:=true   # more launch arguments
 
 Starts `wbc_sim.launch.py robot:=<robot>` (simulator + controller + diagnostics, the shipped
 configuration) through the real `launch` / `launch_ros`: `ros2 launch` when it is on PATH,
@@ -37,9 +38,9 @@ DEFAULT_WARMUP_S = 5.0
 STARTUP_TIMEOUT_S = 120.0
 
 
-def launch_command(robot: str, prefix: Path | None) -> list[str]:
+def launch_command(robot: str, prefix: Path | None, extra: Sequence[str] = ()) -> list[str]:
     """`ros2 launch` when installed, else the harness runner over a temporary prefix."""
-    arguments = [f'robot:={robot}']
+    arguments = [f'robot:={robot}', *extra]
     if prefix is None:
         return ['ros2', 'launch', 'wbc_control', 'wbc_sim.launch.py', *arguments]
     sys.path.insert(0, str(REPO / 'test' / 'ros'))
@@ -96,7 +97,9 @@ class Probe:
         return time.monotonic(), self.states, self.commands, self.sim_time_s
 
 
-def measure(robot: str, seconds: float, warmup_s: float, domain_id: int) -> dict:
+def measure(
+    robot: str, seconds: float, warmup_s: float, domain_id: int, extra: Sequence[str] = ()
+) -> dict:
     """Launch, wait for commands, count for `seconds` after `warmup_s`; the figures."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -108,7 +111,7 @@ def measure(robot: str, seconds: float, warmup_s: float, domain_id: int) -> dict
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     prefix_root = Path(tempfile.mkdtemp(prefix='wbc_launch_rate'))
     prefix = None if shutil.which('ros2') else prefix_root / 'install'
-    command = launch_command(robot, prefix)
+    command = launch_command(robot, prefix, extra)
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain_id)
     executor = SingleThreadedExecutor(context=context)
@@ -143,6 +146,7 @@ def measure(robot: str, seconds: float, warmup_s: float, domain_id: int) -> dict
     simulated = None if first[3] is None or last[3] is None else last[3] - first[3]
     return {
         'robot': robot,
+        'launch_arguments': list(extra),
         'command': ' '.join(command[:4]) if prefix is None else 'launch harness',
         'startup_s': startup_s,
         'seconds': wall,
@@ -175,11 +179,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--warmup', type=float, default=DEFAULT_WARMUP_S)
     parser.add_argument('--domain-id', type=int, default=None, help='default: random')
     parser.add_argument('--json', help='write the figures to this file')
+    parser.add_argument(
+        'launch_arguments', nargs='*', help="more launch arguments, e.g. 'lockstep:=true'"
+    )
     arguments = parser.parse_args(argv)
     domain_id = arguments.domain_id
     if domain_id is None:
         domain_id = 1 + int.from_bytes(os.urandom(1), 'little') % 100
-    result = measure(arguments.robot, arguments.seconds, arguments.warmup, domain_id)
+    result = measure(
+        arguments.robot, arguments.seconds, arguments.warmup, domain_id, arguments.launch_arguments
+    )
     factor = result['real_time_factor']
     print(
         f'{result["robot"]}: joint states {result["joint_state_rate_hz"]:.0f}/s, '
