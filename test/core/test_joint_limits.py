@@ -426,3 +426,33 @@ def test_without_tasks_the_joints_beyond_their_walls_are_pulled_back_dynamically
     np.testing.assert_allclose(result.acceleration, expected, rtol=1e-9, atol=1e-9)
     joints = result.acceleration[panda.indices.v]
     assert (joints <= upper + 1e-9).all() and (joints >= lower - 1e-9).all()
+
+
+def test_a_posture_beyond_the_bounds_of_eight_joints_is_saturated_joint_after_joint():
+    """A posture (J = I) asking more than the bounds of 8 of the 9 joints at rest.
+
+    Each try saturates the joint that limits the scale, held by rows eᵢᵀ whose dynamically
+    consistent inverse also moves the free joints: the search goes through every joint before
+    the scale reaches 1. The SNS properties: every joint within its bounds, every saturated
+    joint exactly at a bound, the free joints at the posture's desired acceleration (the level
+    acts in what the held rows leave), and the largest scale, 1.
+    """
+    panda = robot('panda')
+    limits = JointLimits(panda)
+    state = RobotState(panda)
+    state.update(np.array(READY), np.zeros(panda.nv))
+    offsets = np.r_[0.6, -0.5, 0.4, 0.3, -0.6, 0.5, -0.4, 0.01, 0.0]
+    posture = JointPostureTask(panda, np.array(READY) + offsets, kp=1e4)
+    unlimited = np.full(panda.n_actuated, np.inf)
+    entries = [TaskEntry('posture', posture)]
+    ctrl = PrioritizedController(panda, entries, effort_limits=unlimited, joint_limits=limits)
+    result = ctrl.compute(state)
+    lower, upper = limits.bounds(state)
+    joints = result.acceleration[panda.indices.v]
+    assert (joints <= upper + 1e-9).all() and (joints >= lower - 1e-9).all()
+    saturated = np.isin(limits.joint_names, result.joints_at_limit)
+    assert saturated.sum() >= 8
+    at_bound = np.isclose(joints, upper, atol=1e-9) | np.isclose(joints, lower, atol=1e-9)
+    assert at_bound[saturated].all()
+    np.testing.assert_allclose(joints[~saturated], 1e4 * offsets[~saturated], atol=1e-9)
+    assert result.task_scale == 1.0
