@@ -115,11 +115,12 @@ class Watchdog:
 
     A check that comes more than the wall timeout after the previous one means this process
     stalled (the checks run every fraction of the timeout), not its input: a state may be
-    queued behind the check, and a lock-stepped simulator would take the safe command for an
-    answer and step with it. The wall criterion then waits for the next check, once, and
-    never for a state already stale (a stale state turns fresh only by a feed); the node
-    clock's criterion still applies (on a robot, where node time is wall time, a stall of more
-    than `timeout_s` still sends the safe command at once).
+    queued behind the check, still in the middleware's buffers, and a lock-stepped simulator
+    would take the safe command for an answer and step with it. The wall clock then restarts
+    at the stall's end: the input gets a whole wall timeout to show up. Once per state (a
+    second stall before the next state grants nothing), and never for a state already stale;
+    the node clock's criterion still applies (on a robot, where node time is wall time, a stall
+    of more than `timeout_s` still sends the safe command at once).
 
     Args:
         timeout_s: node-time limit (s).
@@ -133,11 +134,11 @@ class Watchdog:
         self._fed: tuple[float, float] | None = None
         self._last_check_s: float | None = None  # wall time of the previous check
         self._stale = True  # the previous check's verdict
-        self._deferred = False  # the previous check deferred the wall criterion
+        self._grace_from_s = -np.inf  # wall time the last stall ended (the wall age's origin)
 
     def feed(self, node_s: float, wall_s: float) -> None:
         """A good state ticked at these times."""
-        self._fed = (node_s, wall_s)
+        self._fed, self._stale = (node_s, wall_s), False
 
     def reset(self) -> None:
         """Forget the last feed (after a clock jump): expired until the next good state."""
@@ -152,17 +153,15 @@ class Watchdog:
     def expired(self, node_s: float, wall_s: float) -> bool:
         """True when the safe command must go out."""
         last_check_s, self._last_check_s = self._last_check_s, wall_s
-        was_stale = self._stale or self._deferred
-        self._stale, self._deferred = True, False
+        was_stale, self._stale = self._stale, True
         if self._fed is None:
             return True
-        node_age, wall_age = node_s - self._fed[0], wall_s - self._fed[1]
+        node_age = node_s - self._fed[0]
         if node_age < 0.0 or node_age > self.timeout_s:
             return True
-        if wall_age > self.wall_timeout_s:
-            stalled = last_check_s is not None and wall_s - last_check_s > self.wall_timeout_s
-            if was_stale or not stalled:
-                return True
-            self._deferred = True
-        self._stale = False
-        return False
+        fed_wall_s = self._fed[1]
+        stalled = last_check_s is not None and wall_s - last_check_s > self.wall_timeout_s
+        if stalled and not was_stale and fed_wall_s > self._grace_from_s:
+            self._grace_from_s = wall_s
+        self._stale = wall_s - max(fed_wall_s, self._grace_from_s) > self.wall_timeout_s
+        return self._stale
