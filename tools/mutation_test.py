@@ -89,6 +89,8 @@ JOINT_LIMIT_TESTS = tuple(
         'test_within_is_inclusive_up_to_its_tolerance_and_false_for_nan',
         'test_the_torque_fit_is_the_weighted_bounded_least_squares',
         'test_without_tasks_the_joints_beyond_their_walls_are_pulled_back_dynamically_consistently',
+        'test_a_posture_beyond_the_bounds_of_eight_joints_is_saturated_joint_after_joint',
+        'test_box_least_squares_of_a_diagonal_matrix_is_the_clipped_solution',
     )
 )
 #: The workspace rollouts too: 1 s each compiled, 30 to 40 s each as Python.
@@ -104,6 +106,8 @@ TESTS_BY_MODULE = {
     ),
     'wbc_control/control/bounded_least_squares.py': (
         'test/core/test_joint_limits.py::test_box_least_squares_matches_scipy',
+        'test/core/test_joint_limits.py::'
+        'test_box_least_squares_of_a_diagonal_matrix_is_the_clipped_solution',
         'test/core/test_joint_limits.py::test_a_plan_beyond_the_torque_range_is_fitted_to_it',
         'test/core/test_joint_limits.py::test_the_torque_fit_is_the_weighted_bounded_least_squares',
     ),

@@ -456,3 +456,20 @@ def test_a_posture_beyond_the_bounds_of_eight_joints_is_saturated_joint_after_jo
     assert at_bound[saturated].all()
     np.testing.assert_allclose(joints[~saturated], 1e4 * offsets[~saturated], atol=1e-9)
     assert result.task_scale == 1.0
+
+
+@pytest.mark.parametrize('seed', range(10))
+def test_box_least_squares_of_a_diagonal_matrix_is_the_clipped_solution(seed):
+    """Decoupled variables: min Σ (aᵢ xᵢ − bᵢ)² in the box is xᵢ = clip(bᵢ / aᵢ) exactly.
+
+    Variables strictly inside the box reach their solution at once (a step of 0 to it), the
+    others stop at the bound they would cross.
+    """
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(2, 9))
+    diagonal = rng.uniform(0.5, 2.0, size) * rng.choice([-1.0, 1.0], size)
+    target = rng.normal(size=size) * 3.0
+    lower = -rng.uniform(0.5, 2.0, size)
+    upper = rng.uniform(0.5, 2.0, size)
+    solution = box_least_squares(np.diag(diagonal), target, lower, upper)
+    np.testing.assert_allclose(solution, np.clip(target / diagonal, lower, upper), atol=1e-12)
