@@ -126,7 +126,7 @@ class StackSwitcher:
         self.task_time = validate_transition_time('task_transition_time', task_time)
         self._switch: _Switch | None = None
         self._previous_torque: np.ndarray | None = None
-        self._report = TransitionReport()
+        self.report = TransitionReport()  # the switching state after the last tick
         self._steady = (BlendPart(key, 1.0, {}),)  # the plan while no switch runs
 
     @property
@@ -136,11 +136,6 @@ class StackSwitcher:
         if self._switch is not None:
             keys |= {self._switch.source, self._switch.target}
         return keys
-
-    @property
-    def report(self) -> TransitionReport:
-        """The switching state after the last tick."""
-        return self._report
 
     def request(self, key: StackKey) -> None:
         """Switch to `key` (after the switch under way, if any)."""
@@ -165,18 +160,18 @@ class StackSwitcher:
             duration = self.duration(self.current, self.requested)
             if now_s is None or duration <= 0.0:
                 self.current = self.requested
-                self._report = self._report._replace(transitions=self._report.transitions + 1)
+                self.report = self.report._replace(transitions=self.report.transitions + 1)
             else:
                 switch = self._switch = _Switch(self.current, self.requested, duration, now_s)
-                self._report = TransitionReport(
-                    describe(switch.source, switch.target), 0.0, 0.0, self._report.transitions
+                self.report = TransitionReport(
+                    describe(switch.source, switch.target), 0.0, 0.0, self.report.transitions
                 )
         if switch is None:
             if self._steady[0].key != self.current:
                 self._steady = (BlendPart(self.current, 1.0, {}),)
             return self._steady
         share = smoothstep((now_s - switch.start_s) / switch.duration)
-        self._report = self._report._replace(progress=share)
+        self.report = self.report._replace(progress=share)
         leaving = [f for f in switch.source.contacts if f not in switch.target.contacts]
         arriving = [f for f in switch.target.contacts if f not in switch.source.contacts]
         return (
@@ -188,15 +183,15 @@ class StackSwitcher:
         """The tick's torque (before limits): measures the largest step of a switch."""
         if self._switch is not None and self._previous_torque is not None:
             step = float(np.max(np.abs(torque - self._previous_torque), initial=0.0))
-            if step > self._report.max_torque_step:
-                self._report = self._report._replace(max_torque_step=step)
+            if step > self.report.max_torque_step:
+                self.report = self.report._replace(max_torque_step=step)
         self._previous_torque = torque.copy()
 
     def _finish(self) -> None:
         self.current = self._switch.target
         self._switch = None
-        report = self._report
-        self._report = TransitionReport('', 1.0, report.max_torque_step, report.transitions + 1)
+        report = self.report
+        self.report = TransitionReport('', 1.0, report.max_torque_step, report.transitions + 1)
 
 
 def row_load_shares(

@@ -260,7 +260,7 @@ class PrioritizedController:
         for desired, drift, target in self._targets:  # ẍ* − J̇v
             np.subtract(desired, drift, out=target)
         level_terms = self._level_terms
-        limit_level, scale, ramp, fitted = None, 1.0, self.task_ramp, None
+        limit_level, scale, ramp, fitted, final = None, 1.0, self.task_ramp, None, None
         if self.joint_limits is not None and ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
             level_terms = [(t, j, d, ramp * x - (1.0 - ramp) * d) for t, j, d, x in level_terms]
         recursion = partial(self._recursion, inverse_inertia, start, level_terms)
@@ -282,7 +282,9 @@ class PrioritizedController:
                 )
             scaled = acceleration if base is None else base + scale * (acceleration - base)
             lower, upper = self.torque_bounds or self.limiter.bounds
-            if not fits(self._torque(state, scaled, constraint)[0], lower, upper):
+            final = self._torque(state, scaled, constraint)
+            if not fits(final[0], lower, upper):
+                final = None
                 if constraint is None and self._torque_affine:  # τ = M q̈ + h: fit it
                     limits, fitted = self.joint_limits, (lower, upper)
                     scaled = limits.fit_torque(state, scaled, limit_level, fitted, bounds)
@@ -293,7 +295,7 @@ class PrioritizedController:
                     scale = min(scale, task_scale(base_torque, full_torque, upper, lower))
                     scaled = base + scale * (acceleration - base)
             acceleration = scaled
-        torque, forces = self._torque(state, acceleration, constraint)
+        torque, forces = final or self._torque(state, acceleration, constraint)
         contact_reports, residual = (), 0.0
         if forces is not None:
             mu, check = self.friction_coefficient, self._cone_check

@@ -187,11 +187,13 @@ class RobotModel:
 
     def joint_positions(self, q: npt.ArrayLike) -> np.ndarray:
         """Inverse of :meth:`configuration`: joint positions (angles for continuous joints)."""
-        q = np.asarray(q, dtype=float)
-        tables = self.indices
+        if type(q) is not np.ndarray:
+            q = np.asarray(q, dtype=float)
         positions = np.empty(self.n_actuated)
-        positions[tables.linear_joints] = q[tables.q_linear]
-        positions[tables.continuous_joints] = np.arctan2(q[tables.q_cos + 1], q[tables.q_cos])
+        positions[self._linear_joints] = q[self._q_linear]
+        if self._has_continuous:
+            tables = self.indices
+            positions[tables.continuous_joints] = np.arctan2(q[tables.q_cos + 1], q[tables.q_cos])
         return positions
 
     def velocity(
