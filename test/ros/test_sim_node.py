@@ -2,6 +2,7 @@
 
 from collections.abc import Iterator
 import signal
+import time
 
 from nav_msgs.msg import Odometry
 import numpy as np
@@ -48,13 +49,14 @@ def panda_parameters(**overrides) -> dict:
 
 
 def lockstep_parameters(**overrides) -> dict:
-    return panda_parameters(
-        lockstep=True,
-        timestep=0.001,
-        control_period=0.004,
-        lockstep_resend_period=0.5,
-        **overrides,
-    )
+    lockstep = {
+        'lockstep': True,
+        'timestep': 0.001,
+        'control_period': 0.004,
+        'lockstep_resend_period': 0.5,
+        'real_time_factor': 0.0,  # as fast as the commands come
+    }
+    return panda_parameters(**{**lockstep, **overrides})
 
 
 def stamp_s(message: JointState) -> float:
@@ -117,6 +119,30 @@ def test_lockstep_one_command_advances_one_control_period(
     assert max(c.clock.sec + 1e-9 * c.clock.nanosec for c in clocks) == pytest.approx(0.004)
     advanced = next(state for state in states if stamp_s(state) > 0.0)
     np.testing.assert_allclose(advanced.effort, gravity_torque(panda, states[0]))
+
+
+def test_lockstep_keeps_to_its_real_time_factor(probe: RosProbe) -> None:
+    """Answered at once, states come no faster than `real_time_factor` × wall time.
+
+    An upper bound on the simulated time only: a loaded machine may run slower, never faster.
+    """
+    factor, answered = 0.5, 150  # 0.6 s of simulated time: at least 1.2 s of wall time
+    states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
+    parameters = lockstep_parameters(real_time_factor=factor, lockstep_resend_period=0.0)
+    with NodeProcess('wbc_sim', parameters) as sim:
+        publisher = command_publisher(probe)
+        zero = Float64MultiArray(data=[0.0] * 9)
+        assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
+        start_s = time.monotonic()
+        for count in range(1, answered + 1):
+            publisher.publish(zero)
+            heard = probe.spin_until(lambda n=count: len(states) > n, WAIT_S)
+            assert heard, f'no state {count} within {WAIT_S} s:\n{sim.output()}'
+        wall_s = time.monotonic() - start_s
+    simulated_s = stamp_s(states[answered]) - stamp_s(states[0])
+    assert simulated_s == pytest.approx(answered * 0.004)
+    # The first state after the clock starts is due at once: one period of slack.
+    assert simulated_s <= factor * wall_s + 0.004, (simulated_s, wall_s)
 
 
 def test_lockstep_ignores_a_command_before_its_first_state(probe: RosProbe) -> None:
@@ -254,6 +280,7 @@ def test_floating_base_publishes_odom(probe: RosProbe) -> None:
         'urdf_path': str(example_robot_urdf('solo12')[0]),
         'floating_base': True,
         'lockstep': True,
+        'real_time_factor': 0.0,  # as fast as the controller answers
         'lockstep_resend_period': 0.5,
     }
     with NodeProcess('wbc_sim', parameters) as sim:

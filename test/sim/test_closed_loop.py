@@ -37,6 +37,7 @@ class PandaLoop:
             {
                 'urdf_path': urdf,
                 'lockstep': True,
+                'real_time_factor': 0.0,  # as fast as the controller answers
                 'control_period': CONTROL_PERIOD_S,
                 'initial_positions': READY,
                 'command_joints': ARM,
@@ -224,6 +225,7 @@ def test_a_missing_controller_leaves_the_lockstep_sim_waiting(probe):
     parameters = {
         'urdf_path': urdf,
         'lockstep': True,
+        'real_time_factor': 0.0,  # as fast as the controller answers
         'initial_positions': READY,
         'lockstep_resend_period': 0.3,
     }

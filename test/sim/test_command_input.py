@@ -95,3 +95,27 @@ def test_pacer_drops_a_backlog_beyond_the_catch_up_limit():
     sim_s = MAX_CATCH_UP_PERIODS * 0.001
     assert pacer.periods_due(sim_s) == 0  # the rest of the second is forgotten
     assert not pacer.dropped_backlog
+
+
+def test_lockstep_states_wait_for_their_wall_time():
+    clock = FakeClock()
+    pacer = RealTimePacer(0.5, 0.004, clock=clock)
+    assert pacer.wait_s(0.004) == 0.0  # the first state starts the clock
+    clock.now_s += 0.001
+    assert pacer.wait_s(0.008) == pytest.approx(0.007)  # 4 ms of sim time: 8 ms of wall time
+    clock.now_s += 0.007
+    assert pacer.wait_s(0.008) == pytest.approx(0.0)
+    clock.now_s += 0.05  # the controller was slow: the next state goes at once
+    assert pacer.wait_s(0.012) < 0.0
+    assert not pacer.dropped_backlog
+    assert RealTimePacer(0.0, 0.004, clock=clock).wait_s(5.0) == 0.0  # as fast as possible
+
+
+def test_lockstep_pacing_drops_a_backlog_instead_of_bursting():
+    clock = FakeClock()
+    pacer = RealTimePacer(1.0, 0.004, clock=clock)
+    pacer.wait_s(0.004)
+    clock.now_s += 1.0  # far behind: more than MAX_CATCH_UP_PERIODS periods
+    assert pacer.wait_s(0.008) == 0.0
+    assert pacer.dropped_backlog
+    assert pacer.wait_s(0.012) == pytest.approx(0.004)  # paced again from here

@@ -111,6 +111,7 @@ class Loop:
             **config(f'{name}_sim', 'wbc_sim'),
             **model,
             'lockstep': True,
+            'real_time_factor': 0.0,  # as fast as the controller answers
             'control_period': control_period_s,
             'lockstep_resend_period': 0.5,
         }

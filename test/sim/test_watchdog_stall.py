@@ -50,6 +50,7 @@ def test_a_controller_stalled_past_the_wall_timeout_answers_its_queued_state():
         {
             'urdf_path': urdf,
             'lockstep': True,
+            'real_time_factor': 0.0,  # as fast as the controller answers
             'control_period': 0.004,
             'initial_positions': READY,
             'command_joints': ARM,

@@ -133,6 +133,7 @@ def panda_tracking() -> Scenario:
         'timestep': 0.001,
         'control_period': control_period,
         'lockstep': True,
+        'real_time_factor': 0.0,  # as fast as the controller answers
         'initial_positions': PANDA_READY,
         'ground_plane': True,
     }
@@ -205,6 +206,7 @@ def talos_reaching() -> Scenario:
         'timestep': 0.001,
         'control_period': 0.004,
         'lockstep': True,
+        'real_time_factor': 0.0,  # as fast as the controller answers
         'ground_plane': True,
         'box_collision_links': ['leg_left_6_link', 'leg_right_6_link'],
         'initial_positions': TALOS_HALF_SITTING,
@@ -276,6 +278,7 @@ def solo12_lift() -> LeggedScenario:
         'timestep': 0.001,
         'control_period': 0.002,
         'lockstep': True,
+        'real_time_factor': 0.0,  # as fast as the controller answers
         'lockstep_resend_period': 5.0,
         'ground_plane': True,
         'initial_positions': SOLO12_STANDING,
@@ -356,6 +359,7 @@ def talos_lift() -> LeggedScenario:
         'timestep': 0.001,
         'control_period': 0.004,
         'lockstep': True,
+        'real_time_factor': 0.0,  # as fast as the controller answers
         'lockstep_resend_period': 5.0,
         'ground_plane': True,
         'box_collision_links': ['leg_left_6_link', 'leg_right_6_link'],

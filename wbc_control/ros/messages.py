@@ -75,3 +75,15 @@ def fill_command(msg: Float64MultiArray, torque: np.ndarray) -> Float64MultiArra
     data.frombytes(np.ascontiguousarray(torque, dtype=float).tobytes())
     msg.data = data
     return msg
+
+
+def fill_odometry(msg: Odometry, pose: np.ndarray, twist: np.ndarray, stamp) -> Odometry:
+    """Write a base pose (xyz, quaternion xyzw) and twist (linear, angular) and the stamp."""
+    msg.header.stamp = stamp
+    position, orientation = msg.pose.pose.position, msg.pose.pose.orientation
+    position.x, position.y, position.z = pose[:3].tolist()
+    orientation.x, orientation.y, orientation.z, orientation.w = pose[3:].tolist()
+    linear, angular = msg.twist.twist.linear, msg.twist.twist.angular
+    linear.x, linear.y, linear.z = twist[:3].tolist()
+    angular.x, angular.y, angular.z = twist[3:].tolist()
+    return msg

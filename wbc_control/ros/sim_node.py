@@ -14,8 +14,9 @@ applies `effort_controller/commands` as joint torques and publishes `joint_state
   controller is connected (`lockstep_subscribers` subscribers on joint_states, 1 by default,
   and a publisher on the commands), and a command before it answers nothing and is ignored;
   the current state is re-sent unchanged (same stamp) when no command came for
-  `lockstep_resend_period` s of wall time, so a state or command lost in transit never stalls
-  the loop.
+  `lockstep_resend_period` s of wall time, so a state lost in transit never stalls the loop;
+  with `real_time_factor` > 0 a state computed early waits until its time × 1/factor of wall
+  time (0: as fast as the controller answers).
 
 The MuJoCo model is built by :mod:`wbc_control.sim.urdf_to_mujoco` and run by
 :mod:`wbc_control.sim.simulation`; commands and pacing are :mod:`wbc_control.sim.command_input`.
@@ -38,6 +39,7 @@ from std_msgs.msg import Float64MultiArray
 
 from wbc_control.config.schema import load_schema
 from wbc_control.exceptions import InvalidValue, WbcError
+from wbc_control.ros.messages import fill_odometry
 from wbc_control.ros.parameters import refuse_unknown
 from wbc_control.ros.runtime import (
     RobotSource,
@@ -117,18 +119,20 @@ class SimNode(Node):
     def _start_timers(self) -> None:
         """Wall-clock (steady) timers: this node is the source of simulated time."""
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        settings = self.settings
+        settings, factor = self.settings, self.settings.real_time_factor
         if settings.lockstep:
             self._last_command_wall_s = time.monotonic()
             resend_s = settings.lockstep_resend_s
             period_s = min(resend_s / 4.0, 0.05) if resend_s > 0.0 else 0.05
             self.create_timer(period_s, self._on_resend_timer, clock=steady)
+            control_period_s = settings.control_steps * self.sim.timestep_s
+            self._pacer, self._state_due = RealTimePacer(factor, control_period_s), False
+            if factor > 0.0:  # a state computed early waits for its wall time
+                self.create_timer(control_period_s / factor, self._on_pace_timer, clock=steady)
             return
         publish_period_s = settings.publish_steps * self.sim.timestep_s
-        self._pacer = RealTimePacer(settings.real_time_factor, publish_period_s)
-        period_s = 0.0
-        if settings.real_time_factor > 0.0:
-            period_s = publish_period_s / settings.real_time_factor
+        self._pacer = RealTimePacer(factor, publish_period_s)
+        period_s = publish_period_s / factor if factor > 0.0 else 0.0
         self.create_timer(period_s, self._on_physics_timer, clock=steady)
 
     def destroy_node(self) -> None:
@@ -177,7 +181,8 @@ class SimNode(Node):
             self._last_command_wall_s = time.monotonic()
             self.sim.apply_torque(torque)
             self.sim.step(self.settings.control_steps)
-            self._publish_state()
+            self._state_due = True
+            self._on_pace_timer()
 
     def _log_rejection(self, error: CommandRejected) -> None:
         total = sum(self.commands.rejected.values())
@@ -199,6 +204,15 @@ class SimNode(Node):
             self.sim.apply_torque(torque)
             self.sim.step(self.settings.publish_steps)
             self._publish_state()
+        self._warn_if_slow()
+
+    def _on_pace_timer(self) -> None:
+        if self._state_due and self._pacer.wait_s(self.sim.time_s) <= 0.0:
+            self._state_due = False
+            self._publish_state()
+            self._warn_if_slow()
+
+    def _warn_if_slow(self) -> None:
         if self._pacer.dropped_backlog:
             self.get_logger().warning(
                 'simulation is slower than real_time_factor; dropping the backlog',
@@ -236,7 +250,8 @@ class SimNode(Node):
         try:
             self._joint_state_pub.publish(state)
             if self._odom_pub is not None:
-                self._publish_odom(stamp)
+                pose, twist = self.sim.base_pose(), self.sim.base_twist()
+                self._odom_pub.publish(fill_odometry(self._odom, pose, twist, stamp))
             self._clock_pub.publish(ClockMessage(clock=stamp))
         except RCLError:
             # SIGTERM shuts the context down from a signal handler, possibly mid-callback;
@@ -244,19 +259,8 @@ class SimNode(Node):
             if self.context.ok():
                 raise
             return
-        self._sync_viewer()
-
-    def _publish_odom(self, stamp) -> None:
-        pose, twist = self.sim.base_pose(), self.sim.base_twist()
-        odom = self._odom
-        odom.header.stamp = stamp
-        position, orientation = odom.pose.pose.position, odom.pose.pose.orientation
-        position.x, position.y, position.z = pose[:3].tolist()
-        orientation.x, orientation.y, orientation.z, orientation.w = pose[3:].tolist()
-        linear, angular = odom.twist.twist.linear, odom.twist.twist.angular
-        linear.x, linear.y, linear.z = twist[:3].tolist()
-        angular.x, angular.y, angular.z = twist[3:].tolist()
-        self._odom_pub.publish(odom)
+        if self._viewer is not None and not self._viewer.sync():
+            self._viewer = None  # the window was closed
 
     def _report_staleness(self, stale: bool) -> None:
         if stale and not self._stale:
@@ -276,10 +280,6 @@ class SimNode(Node):
                 f'command beyond the URDF effort limit of {", ".join(names)}; applied unclipped',
                 throttle_duration_sec=5.0,
             )
-
-    def _sync_viewer(self) -> None:
-        if self._viewer is not None and not self._viewer.sync():
-            self._viewer = None
 
     def _open_viewer(self) -> Viewer | None:
         try:

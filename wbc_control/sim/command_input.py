@@ -2,7 +2,8 @@
 
 :class:`TorqueCommandInput` validates commands (one value per ``command_joints`` entry, finite)
 and holds them in actuated-joint order, with zero torque once they are older than the timeout;
-:class:`RealTimePacer` says how many publish periods the simulation owes the wall clock.
+:class:`RealTimePacer` says how many publish periods the simulation owes the wall clock (paced
+mode), or how long a lock-stepped state must wait for its wall time.
 """
 
 from collections import Counter
@@ -106,3 +107,23 @@ class RealTimePacer:
             self._start_sim_s = sim_time_s + MAX_CATCH_UP_PERIODS * self._period_s
             return MAX_CATCH_UP_PERIODS
         return max(due, 0)
+
+    def wait_s(self, sim_time_s: float) -> float:
+        """Lock-step: wall seconds until the state at `sim_time_s` is due (≤ 0: publish now).
+
+        The state at simulated time t goes out no earlier than t / `real_time_factor` of wall
+        time after the first one; 0 when running as fast as possible. More than
+        MAX_CATCH_UP_PERIODS behind, the wall clock restarts (no burst to catch up).
+        """
+        self.dropped_backlog = False
+        if self._factor == 0.0:
+            return 0.0
+        now_s = self._clock()
+        if self._start_wall_s is None:
+            self._start_wall_s, self._start_sim_s = now_s, sim_time_s
+        due_s = self._start_wall_s + (sim_time_s - self._start_sim_s) / self._factor
+        if now_s - due_s > MAX_CATCH_UP_PERIODS * self._period_s / self._factor:
+            self.dropped_backlog = True
+            self._start_wall_s, self._start_sim_s = now_s, sim_time_s
+            return 0.0
+        return due_s - now_s
