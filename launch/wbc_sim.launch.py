@@ -50,21 +50,17 @@ def launch_setup(context: LaunchContext) -> list:
     )
     config = Path(FindPackageShare('wbc_control').perform(context)) / 'config'
     namespace = LaunchConfiguration('namespace').perform(context)
+    overrides = {
+        'urdf_path': urdf_path,
+        'floating_base': floating_base,
+        'real_time_factor': float(LaunchConfiguration('real_time_factor').perform(context)),
+        'use_sim_time': True,
+    }
+    lockstep = LaunchConfiguration('lockstep').perform(context)
+    if lockstep != 'config':  # else config/<robot>_sim.yaml decides
+        overrides['lockstep'] = lockstep == 'true'
     sim = load_python_launch_file_as_module(str(WBC_CONTROL)).wbc_node(
-        'wbc_sim',
-        [
-            str(config / f'{robot}_sim.yaml'),
-            {
-                'urdf_path': urdf_path,
-                'floating_base': floating_base,
-                'lockstep': LaunchConfiguration('lockstep').perform(context) == 'true',
-                'real_time_factor': float(
-                    LaunchConfiguration('real_time_factor').perform(context)
-                ),
-                'use_sim_time': True,
-            },
-        ],
-        namespace=namespace,
+        'wbc_sim', [str(config / f'{robot}_sim.yaml'), overrides], namespace=namespace
     )
     controller_and_diagnostics = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(str(WBC_CONTROL)),
@@ -89,7 +85,12 @@ def generate_launch_description() -> LaunchDescription:
             default_value='',
             description='URDF file; empty: the robot of example-robot-data',
         ),
-        DeclareLaunchArgument('lockstep', default_value='false', choices=['true', 'false']),
+        DeclareLaunchArgument(
+            'lockstep',
+            default_value='config',
+            choices=['true', 'false', 'config'],
+            description='config: as config/<robot>_sim.yaml says (Talos: true)',
+        ),
         DeclareLaunchArgument('real_time_factor', default_value='1.0'),
         DeclareLaunchArgument(
             'namespace', default_value='', description='namespace of the nodes and topics'
