@@ -96,9 +96,7 @@ class RealTimePacer:
         self.dropped_backlog = False
         if self._factor == 0.0:
             return 1
-        now_s = self._clock()
-        if self._start_wall_s is None:
-            self._start_wall_s, self._start_sim_s = now_s, sim_time_s
+        now_s = self._now(sim_time_s)
         target_s = self._start_sim_s + self._factor * (now_s - self._start_wall_s)
         due = math.floor((target_s - sim_time_s) / self._period_s + 1e-9)
         if due > MAX_CATCH_UP_PERIODS:
@@ -118,12 +116,17 @@ class RealTimePacer:
         self.dropped_backlog = False
         if self._factor == 0.0:
             return 0.0
-        now_s = self._clock()
-        if self._start_wall_s is None:
-            self._start_wall_s, self._start_sim_s = now_s, sim_time_s
+        now_s = self._now(sim_time_s)
         due_s = self._start_wall_s + (sim_time_s - self._start_sim_s) / self._factor
         if now_s - due_s > MAX_CATCH_UP_PERIODS * self._period_s / self._factor:
             self.dropped_backlog = True
             self._start_wall_s, self._start_sim_s = now_s, sim_time_s
             return 0.0
         return due_s - now_s
+
+    def _now(self, sim_time_s: float) -> float:
+        """The wall clock; its first reading, with `sim_time_s`, is the pacing's origin."""
+        now_s = self._clock()
+        if self._start_wall_s is None:
+            self._start_wall_s, self._start_sim_s = now_s, sim_time_s
+        return now_s
