@@ -15,7 +15,8 @@ reproducible. A first pass caps every Hypothesis test at ``--quick-examples`` ex
 (``tools/mutation_pytest_plugin.py``); its survivors are run again with the tests' own example
 counts, and only those verdicts are reported.
 
-The numba kernels (``control/level_kernel.py``, ``control/symmetric_eigen.py``) are mutated
+The numba kernels (``control/level_kernel.py``, ``control/symmetric_eigen.py``,
+``control/joint_limit_kernel.py``, ``control/bounded_least_squares.py``) are mutated
 with ``NUMBA_DISABLE_JIT=1`` in their tests' environment (``ENVIRONMENT_BY_MODULE``): numba then
 returns the plain Python functions, which mean the same as the compiled ones (the same
 arithmetic in float64, the same loops), so a mutant costs its tests' run instead of a
