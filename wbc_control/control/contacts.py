@@ -134,8 +134,8 @@ def contact_jacobian(
     for contact in contacts:
         _, jacobian, frame_drift = state.frame_terms(contact.frame_id)
         rows = slice(start, start + contact.rows.shape[0])
-        np.dot(contact.rows, jacobian, out=constraint[rows])
-        np.dot(contact.rows, frame_drift, out=drift[rows])
+        contact.rows.dot(jacobian, out=constraint[rows])
+        contact.rows.dot(frame_drift, out=drift[rows])
         start = rows.stop
     return constraint, drift
 
