@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from robots import core_controller, random_state, robot, shipped_controller, shipped_parameters
 
+from wbc_control.control.bounded_least_squares import box_least_squares
 from wbc_control.control.contacts import contact_dynamics
 from wbc_control.control.joint_limit_kernel import settle_level
 from wbc_control.control.joint_limits import JointLimitLevel, JointLimits
@@ -166,3 +167,49 @@ def test_a_decoupled_posture_beyond_the_bounds_is_clipped_joint_by_joint(last):
     assert combined.active.tolist() == [True] * 8 + [abs(last) > 1.0]
     assert expected_level.active.tolist() == combined.active.tolist()
     assert close(reference.acceleration, compiled.acceleration)
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only copy of `array`."""
+    copy = np.array(array)
+    copy.setflags(write=False)
+    return copy
+
+
+def test_read_only_inputs_give_the_same_results():
+    """The compiled calls take read-only arrays (frozen task terms, M⁻¹, bounds, flags).
+
+    Their signatures type the inputs read-only, which accepts writable arrays too; typed
+    writable, a frozen array would find no matching signature.
+    """
+    new_search, count, limits, bounds = search_inputs('talos', 0)
+    expected_search = new_search()
+    expected = expected_search.saturate_levels(limits, bounds)
+    search = new_search()
+    search._inverse_inertia = frozen(search._inverse_inertia)
+    search._levels = [(frozen(jacobian), frozen(target)) for jacobian, target in search._levels]
+    search._sqrt_weights = [frozen(weights) for weights in search._sqrt_weights]
+    frozen_limits = JointLimits(limits.robot)
+    frozen_limits.velocity_indices = frozen(limits.velocity_indices)
+    combined, scale = search.saturate_levels(frozen_limits, tuple(map(frozen, bounds)))
+    assert scale == expected[1] and close(search.acceleration, expected_search.acceleration)
+    assert limits.within(frozen(search.acceleration), tuple(map(frozen, bounds)))
+    panda = robot('panda')
+    state = random_state(panda, 1, speed=2.0)
+    panda_limits = JointLimits(panda)
+    for name in ('lower_wall', 'upper_wall', 'max_speed'):
+        setattr(panda_limits, name, frozen(getattr(panda_limits, name)))
+    panda_bounds = panda_limits.bounds(state)
+    held = frozen(np.arange(panda.n_actuated) < 2)
+    level = panda_limits.saturated(np.arange(panda.n_actuated) < 2, np.zeros(panda.n_actuated))
+    level = level._replace(active=held)
+    torque_range = (frozen(state.gravity - 1.0), frozen(state.gravity + 1.0))
+    acceleration = frozen(np.full(panda.nv, 3.0))
+    fitted = panda_limits.fit_torque(state, acceleration, level, torque_range, panda_bounds)
+    writable = JointLimits(panda).fit_torque(
+        state, np.full(panda.nv, 3.0), level._replace(active=np.array(held)),
+        tuple(map(np.array, torque_range)), panda_bounds,
+    )  # fmt: skip
+    np.testing.assert_array_equal(fitted, writable)
+    box = (np.diag([2.0, 4.0]), np.array([4.0, -8.0]), -np.ones(2), np.ones(2))
+    np.testing.assert_array_equal(box_least_squares(*map(frozen, box)), [1.0, -1.0])
