@@ -92,6 +92,7 @@ JOINT_LIMIT_TESTS = tuple(
         'test_without_tasks_the_joints_beyond_their_walls_are_pulled_back_dynamically_consistently',
         'test_a_posture_beyond_the_bounds_of_eight_joints_is_saturated_joint_after_joint',
         'test_box_least_squares_of_a_diagonal_matrix_is_the_clipped_solution',
+        'test_a_zero_margin_puts_the_walls_at_the_urdf_limits',
     )
 )
 #: The workspace rollouts too: 1 s each compiled, 30 to 40 s each as Python.

@@ -480,3 +480,10 @@ def test_box_least_squares_of_a_diagonal_matrix_is_the_clipped_solution(seed):
     upper = rng.uniform(0.5, 2.0, size)
     solution = box_least_squares(np.diag(diagonal), target, lower, upper)
     np.testing.assert_allclose(solution, np.clip(target / diagonal, lower, upper), atol=1e-12)
+
+
+def test_a_zero_margin_puts_the_walls_at_the_urdf_limits():
+    panda = robot('panda')
+    limits = JointLimits(panda, margin=0.0)
+    np.testing.assert_array_equal(limits.lower_wall, panda.position_limits[0])
+    np.testing.assert_array_equal(limits.upper_wall, panda.position_limits[1])
