@@ -138,20 +138,22 @@ def test_held_rows_nearly_dependent_below_a_level_are_held_as_the_reference_hold
     assert close(compiled.acceleration, reference.acceleration)
 
 
-@pytest.mark.parametrize('last', [0.4, -5.0])
-def test_a_decoupled_posture_beyond_the_bounds_is_clipped_joint_by_joint(last):
+@pytest.mark.parametrize(('last', 'unit'), [(0.4, 1.0), (-5.0, 1.0), (0.4, 0.1)])
+def test_a_decoupled_posture_beyond_the_bounds_is_clipped_joint_by_joint(last, unit):
     """A decoupled posture (M diagonal, J = I) beyond the bounds of 8 or all 9 Panda joints.
 
     Holding a joint moves no other one, so each try saturates exactly one more joint: the
     search needs 9 tries to reach s = 1, or 10 when every joint is saturated (the last with no
     joint left free). SNS then gives the desired acceleration clipped to the bounds, joint by
-    joint, with the level unscaled; the compiled search and the reference agree.
+    joint, with the level unscaled; the compiled search and the reference agree. With `unit`
+    0.1 the accelerations are below 1 rad/s² (a joint's bound chosen by the sign of a small
+    change).
     """
     limits = JointLimits(robot('panda'))
     rng = np.random.default_rng(3)
     inverse_inertia = np.diag(rng.uniform(0.5, 2.0, 9))
-    desired = np.r_[rng.uniform(2.0, 9.0, 8) * rng.choice([-1.0, 1.0], 8), last]
-    bounds = (-np.ones(9), np.ones(9))
+    desired = unit * np.r_[rng.uniform(2.0, 9.0, 8) * rng.choice([-1.0, 1.0], 8), last]
+    bounds = (-unit * np.ones(9), unit * np.ones(9))
     terms = [(None, np.eye(9), None, desired)]
 
     def new_search() -> LevelSearch:
@@ -162,7 +164,7 @@ def test_a_decoupled_posture_beyond_the_bounds_is_clipped_joint_by_joint(last):
     compiled, reference = new_search(), new_search()
     combined, scale = compiled.saturate_levels(limits, bounds)
     ((expected_level, expected_scale),) = limits.saturate_levels(bounds, reference, 1)
-    np.testing.assert_allclose(compiled.acceleration, np.clip(desired, -1.0, 1.0), atol=1e-12)
+    np.testing.assert_allclose(compiled.acceleration, np.clip(desired, *bounds), atol=1e-12)
     assert scale == 1.0 and expected_scale == 1.0
     assert combined.active.tolist() == [True] * 8 + [abs(last) > 1.0]
     assert expected_level.active.tolist() == combined.active.tolist()
