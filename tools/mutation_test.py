@@ -33,6 +33,7 @@ Usage (from the repository root)::
 """
 
 import argparse
+import ast
 from dataclasses import asdict
 import json
 from pathlib import Path
@@ -179,6 +180,25 @@ def environment_for(path: str) -> dict[str, str]:
     return ENVIRONMENT_BY_MODULE.get(path, {})
 
 
+def signature_lines(source: str) -> set[int]:
+    """Lines of a module's decorators and of its module-level numba types (`types.`, `float64`).
+
+    Their mutants mean nothing uncompiled: ``--signatures skip`` leaves them out of a run as
+    Python, ``--signatures only`` selects them for a run with ``--jit``.
+    """
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        spans = []
+        if isinstance(node, ast.FunctionDef):
+            spans = node.decorator_list
+        elif isinstance(node, ast.Assign) and node.col_offset == 0:
+            text = ast.unparse(node.value)
+            spans = [node] if 'types.' in text or 'float64' in text else []
+        for span in spans:
+            lines.update(range(span.lineno, span.end_lineno + 1))
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     """Copy the tree, check the unmutated tests pass, run every mutant, report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -191,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         '--jit',
         action='store_true',
         help='no ENVIRONMENT_BY_MODULE: the kernels compiled (for mutants of their signatures)',
+    )
+    parser.add_argument(
+        '--signatures',
+        choices=('all', 'skip', 'only'),
+        default='all',
+        help='mutants of decorators and numba types: all, none of them, or only them',
     )
     parser.add_argument('--list', action='store_true', help='list the mutants and exit')
     parser.add_argument('--worktree', action='store_true', help='copy the working tree')
@@ -220,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
             selected = [m for m in selected if m.ident in wanted]
         if arguments.module:
             selected = [m for m in selected if m.path in arguments.module]
+        if arguments.signatures != 'all':
+            lines = {p: signature_lines((trees[0] / p).read_text()) for p in MODULES}
+            only = arguments.signatures == 'only'
+            selected = [m for m in selected if (m.line in lines[m.path]) == only]
         if arguments.list:
             for mutant in selected:
                 print(f'[{mutant.ident:4d}] {mutant.path}:{mutant.line} {mutant.description}')
