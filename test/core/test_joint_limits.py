@@ -483,7 +483,9 @@ def test_box_least_squares_of_a_diagonal_matrix_is_the_clipped_solution(seed):
 
 
 def test_a_zero_margin_puts_the_walls_at_the_urdf_limits():
+    """Any margin ≥ 0 and gain and deceleration > 0 are valid, small ones included."""
     panda = robot('panda')
-    limits = JointLimits(panda, margin=0.0)
+    limits = JointLimits(panda, margin=0.0, kp=0.5, deceleration=0.25)
+    assert (limits.kp, limits.deceleration) == (0.5, 0.25)
     np.testing.assert_array_equal(limits.lower_wall, panda.position_limits[0])
     np.testing.assert_array_equal(limits.upper_wall, panda.position_limits[1])
