@@ -81,7 +81,6 @@ TESTS = (
 JOINT_LIMIT_TESTS = tuple(
     f'test/core/test_joint_limits.py::{name}'
     for name in (
-        'test_box_least_squares_matches_scipy',
         'test_a_joint_pulled_into_its_wall_is_held_and_reported',
         'test_a_lower_levels_saturations_leave_the_higher_level_whole',
         'test_a_plan_beyond_the_torque_range_is_fitted_to_it',
@@ -89,13 +88,13 @@ JOINT_LIMIT_TESTS = tuple(
         'test_invalid_settings',
         'test_the_bounds_are_the_viability_ceilings',
         'test_within_is_inclusive_up_to_its_tolerance_and_false_for_nan',
-        'test_the_torque_fit_is_the_weighted_bounded_least_squares',
         'test_without_tasks_the_joints_beyond_their_walls_are_pulled_back_dynamically_consistently',
         'test_a_posture_beyond_the_bounds_of_eight_joints_is_saturated_joint_after_joint',
-        'test_box_least_squares_of_a_diagonal_matrix_is_the_clipped_solution',
         'test_a_zero_margin_puts_the_walls_at_the_urdf_limits',
     )
 )
+#: The box least squares and the torque fit, against scipy and a closed form (a few seconds).
+JOINT_LIMIT_TESTS += ('test/core/test_bounded_least_squares.py',)
 #: The workspace rollouts too: 1 s each compiled, 30 to 40 s each as Python.
 JOINT_LIMIT_ROLLOUTS = (
     'test/core/test_joint_limits.py::'
@@ -108,11 +107,8 @@ TESTS_BY_MODULE = {
         'test/core/test_joint_limit_kernel.py',
     ),
     'wbc_control/control/bounded_least_squares.py': (
-        'test/core/test_joint_limits.py::test_box_least_squares_matches_scipy',
-        'test/core/test_joint_limits.py::'
-        'test_box_least_squares_of_a_diagonal_matrix_is_the_clipped_solution',
+        'test/core/test_bounded_least_squares.py',
         'test/core/test_joint_limits.py::test_a_plan_beyond_the_torque_range_is_fitted_to_it',
-        'test/core/test_joint_limits.py::test_the_torque_fit_is_the_weighted_bounded_least_squares',
         'test/core/test_joint_limit_kernel.py::test_read_only_inputs_give_the_same_results',
     ),
     'wbc_control/control/level_search.py': (
