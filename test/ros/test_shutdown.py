@@ -174,6 +174,23 @@ def test_an_idle_node_stops_within_a_second_of_sigint(probe: RosProbe, script: s
     assert 'forcing the exit' not in output  # its 3 s timer did not end it
 
 
+def waited_for_loop(statuses: list, commands: list) -> str:
+    """What a loop that never started showed: the diagnostics' samples, the commands."""
+    samples = [
+        (status.name, pair.value)
+        for array in statuses[-5:]
+        for status in array.status
+        for pair in status.values
+        if pair.key == 'samples'
+    ]
+    non_zero = sum(np.abs(c.data).max() > 0.0 for c in commands[-50:] if len(c.data))
+    return (
+        f'waited {START_TIMEOUT_S:.0f} s for the loop: {len(statuses)} /diagnostics arrays, '
+        f'samples in the last 5: {samples}; {len(commands)} commands, '
+        f'{non_zero} of the last 50 non-zero'
+    )
+
+
 @pytest.mark.parametrize('signal_count', [1, 2], ids=['one SIGINT', 'two SIGINTs'])
 def test_a_busy_loop_stops_within_a_second_of_sigint(probe: RosProbe, signal_count: int) -> None:
     commands = probe.subscribe(Float64MultiArray, 'effort_controller/commands')
@@ -201,7 +218,8 @@ def test_a_busy_loop_stops_within_a_second_of_sigint(probe: RosProbe, signal_cou
             return sampled and answered > 10 and np.isfinite(commands[-1].data).all()
 
         assert probe.spin_until(looping, START_TIMEOUT_S), '\n'.join(
-            f'--- {script}\n{node.output()}' for script, node in nodes.items()
+            [waited_for_loop(statuses, commands)]
+            + [f'--- {script}\n{node.output()}' for script, node in nodes.items()]
         )
         exits = stop(list(nodes.values()), [signal.SIGINT] * signal_count)
         results = dict(zip(nodes, exits))
