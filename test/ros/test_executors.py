@@ -9,7 +9,12 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Float64MultiArray
 
 from wbc_control.ros import executors
-from wbc_control.ros.executors import EXECUTOR_VARIABLE, create_executor, executor_kind
+from wbc_control.ros.executors import (
+    EXECUTOR_VARIABLE,
+    create_executor,
+    executor_kind,
+    executor_note,
+)
 
 
 @pytest.mark.parametrize('kind', ['events', 'single'])
@@ -50,3 +55,19 @@ def test_the_environment_chooses_and_unknown_values_fall_back(monkeypatch):
     monkeypatch.delenv(EXECUTOR_VARIABLE)
     expected = executors.DEFAULT_EXECUTOR if executors._events_executor() else 'single'
     assert executor_kind() == expected
+
+
+def test_simulated_time_spins_the_single_threaded_executor(monkeypatch):
+    monkeypatch.setenv(EXECUTOR_VARIABLE, 'events')
+    assert executor_kind(sim_time=True) == 'single'
+    assert 'ignored on simulated time' in executor_note(sim_time=True)
+    monkeypatch.delenv(EXECUTOR_VARIABLE)
+    assert executor_kind(sim_time=True) == 'single'
+    assert executor_note(sim_time=True) is None  # nothing asked, nothing refused
+
+
+def test_an_unknown_choice_is_named_in_a_warning(monkeypatch):
+    monkeypatch.setenv(EXECUTOR_VARIABLE, 'event')
+    assert "'event' is not one of events, single" in executor_note()
+    monkeypatch.setenv(EXECUTOR_VARIABLE, 'single')
+    assert executor_note() is None

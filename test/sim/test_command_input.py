@@ -53,6 +53,8 @@ def test_a_command_older_than_the_timeout_means_zero_torque():
 
 def test_a_zero_timeout_holds_the_last_command_forever():
     commands = TorqueCommandInput(1, np.array([0]), timeout_s=0.0)
+    torque, stale = commands.torque_at(0.0)
+    assert stale and not torque.any()  # nothing received yet: the node does not log 'received'
     commands.accept(np.array([3.0]), now_s=0.0)
     assert commands.torque_at(1e6) == (pytest.approx([3.0]), False)
 

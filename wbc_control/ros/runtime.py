@@ -24,7 +24,7 @@ from std_msgs.msg import String
 from wbc_control.config.schema import ParameterSchema, load_schema
 from wbc_control.exceptions import ModelError, StartupError, WbcError
 from wbc_control.model.robot_model import RobotModel
-from wbc_control.ros.executors import create_executor
+from wbc_control.ros.executors import create_executor, executor_note
 from wbc_control.ros.parameters import check_overrides, declare, declare_all
 
 
@@ -134,7 +134,11 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         # reported (ros2 launch stops the other nodes when one fails to start): no traceback.
         try:
             node = factory()
-            executor = create_executor()
+            sim_time = bool(node.get_parameter('use_sim_time').value)
+            executor = create_executor(sim_time=sim_time)
+            note = executor_note(sim_time)
+            if note is not None:
+                node.get_logger().warning(note)
             executor.add_node(node)
             # Everything built so far lives as long as the node: keep it out of the
             # collector's passes, so that a collection during a tick walks only what the

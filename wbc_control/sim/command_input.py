@@ -32,7 +32,8 @@ class TorqueCommandInput:
     """Validates commands in `command_joints` order and holds them in actuated-joint order.
 
     Joints outside `command_joints` get zero torque. In paced mode a command older than
-    `timeout_s` of simulated time (or none at all) means zero torque on every joint.
+    `timeout_s` of simulated time (or none at all) means zero torque on every joint; before the
+    first command the input is stale (zero torque) even without a timeout (`timeout_s` 0).
     """
 
     def __init__(self, n_actuated: int, command_index: np.ndarray, timeout_s: float) -> None:
@@ -59,7 +60,8 @@ class TorqueCommandInput:
 
     def torque_at(self, now_s: float) -> tuple[np.ndarray, bool]:
         """The torque to apply at simulated time `now_s`, and whether the input is stale."""
-        stale = self._timeout_s > 0.0 and now_s - self._received_s > self._timeout_s
+        never = self._received_s == -math.inf  # stale whatever the timeout: nothing to apply
+        stale = never or (self._timeout_s > 0.0 and now_s - self._received_s > self._timeout_s)
         return (np.zeros_like(self._torque) if stale else self._torque), stale
 
     def _reject(self, reason: str, detail: str) -> None:
