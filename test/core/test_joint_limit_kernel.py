@@ -189,7 +189,10 @@ def test_read_only_inputs_give_the_same_results():
     expected = expected_search.saturate_levels(limits, bounds)
     search = new_search()
     search._inverse_inertia = frozen(search._inverse_inertia)
-    search._levels = [(frozen(jacobian), frozen(target)) for jacobian, target in search._levels]
+    search._levels = [
+        (terms, frozen(jacobian), drift, frozen(target))
+        for terms, jacobian, drift, target in search._levels
+    ]
     search._sqrt_weights = [frozen(weights) for weights in search._sqrt_weights]
     frozen_limits = JointLimits(limits.robot)
     frozen_limits.velocity_indices = frozen(limits.velocity_indices)

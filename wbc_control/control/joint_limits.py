@@ -148,7 +148,7 @@ class JointLimits:
         aᵢ⁺ = kd (v⁺(dᵢ) − q̇ᵢ) and symmetrically aᵢ⁻ (the module docstring), computed by the
         compiled `joint_limit_kernel.acceleration_bounds`.
         """
-        lower, upper = np.empty(len(self.joint_names)), np.empty(len(self.joint_names))
+        lower, upper = np.empty((2, self.velocity_indices.shape[0]))  # one allocation
         acceleration_bounds(
             self.robot.joint_positions(state.q),
             state.v[self._v],
@@ -329,7 +329,7 @@ class JointLimits:
 
     def saturated(self, active: np.ndarray, values: np.ndarray) -> JointLimitLevel | None:
         """The joints `active` `(n_act,)` held at `values` `(n_act,)`; None if there are none."""
-        if not active.any():
+        if True not in active:  # one call, where `active.any()` makes three
             return None
         return JointLimitLevel(self._rows[active], values[active], active.copy())
 

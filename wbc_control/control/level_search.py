@@ -55,12 +55,11 @@ class LevelSearch:
         stats: np.ndarray,
     ) -> None:
         self._inverse_inertia, self._threshold = inverse_inertia, threshold
-        self._levels = [(jacobian, target) for _, jacobian, _, target in level_terms]
+        self._levels = level_terms  # (terms, J, J̇v, ẍ* − J̇v) per level
         self._sqrt_weights, self.stats = sqrt_weights, stats
-        nv = len(start)
+        nv = inverse_inertia.shape[0]
         self.acceleration, self._null_space = start.copy(), np.empty((nv, nv))
-        self._try_acceleration, self._try_null_space = np.empty(nv), np.empty((nv, nv))
-        self._scratch = np.empty(3)
+        self._try_buffers: tuple | None = None  # q̈, N and stats of `try_set`, made on first use
         self._first, self._index = True, 0  # N = I while no level is settled
 
     def saturate_levels(self, limits: JointLimits, bounds: tuple[np.ndarray, np.ndarray]) -> Limit:
@@ -69,17 +68,19 @@ class LevelSearch:
         `JointLimits.saturate_levels` run through `try_set` and `settle`, each level's search
         and settling one compiled call each (`joint_limit_kernel.search_level` and
         `settle_level`); the same sets and scales. Each level's set and scale are kept in
-        `level_active` `(levels, n_act)`, `level_values` and `level_scales` `(levels,)`.
+        `level_active` `(levels, n_act)`, `level_values` (a row per level) and `level_scales`.
         """
         joints, (lower, upper) = limits.velocity_indices, bounds
-        count, size = len(self._levels), len(joints)
-        self.level_active = np.zeros((count, size), dtype=bool)
-        self.level_values, self.level_scales = np.zeros((count, size)), np.ones(count)
-        held, values = np.zeros(size, dtype=bool), np.zeros(size)
+        count, size = len(self._levels), joints.shape[0]
+        # Every row is written by `search_level` (its values where active) and `settle_level`.
+        self.level_active = np.empty((count, size), dtype=bool)
+        *self.level_values, values = np.empty((count + 1, size))  # rows: each level's, all
+        self.level_scales = [1.0] * count
+        held = np.zeros(size, dtype=bool)
         tolerances, threshold = (BOUND_TOLERANCE, LEVEL_TOLERANCE), self._threshold
         null_space, inverse_inertia = self._null_space, self._inverse_inertia
-        first = True
-        for index, (jacobian, target) in enumerate(self._levels):
+        first, least = True, 1.0
+        for index, (_, jacobian, _, target) in enumerate(self._levels):
             active, level_values = self.level_active[index], self.level_values[index]
             weights = self._sqrt_weights[index]
             scale = search_level(
@@ -94,13 +95,18 @@ class LevelSearch:
                 self.stats[index],
             )  # fmt: skip
             self.level_scales[index] = scale
-            np.copyto(values, level_values, where=active)
+            least = scale if scale < least else least
+            # A joint is saturated at one level at most: those held above are not free below.
+            values[active] = level_values[active]
             held |= active
-        return limits.saturated(held, values), float(self.level_scales.min())
+        return limits.saturated(held, values), least
 
     def try_set(self, saturated: JointLimitLevel | None) -> tuple[np.ndarray, np.ndarray]:
         """(q̈₀, q̈₁): the next level left out and in full, with the joints `saturated` held."""
-        acceleration, null_space = self._try_acceleration, self._try_null_space
+        if self._try_buffers is None:
+            nv = self.acceleration.shape[0]
+            self._try_buffers = (np.empty(nv), np.empty((nv, nv)), np.empty(3))
+        acceleration, null_space, scratch = self._try_buffers
         acceleration[:] = self.acceleration
         first = self._first
         if not first:
@@ -110,7 +116,7 @@ class LevelSearch:
                 self._inverse_inertia, acceleration, null_space, first, saturated, self._threshold
             )
         unforced = acceleration.copy()
-        self._step(acceleration, null_space, first, 1.0, KEEP, self._scratch)
+        self._step(acceleration, null_space, first, 1.0, KEEP, scratch)
         return unforced, acceleration.copy()
 
     def settle(self, saturated: JointLimitLevel | None, scale: float) -> None:
@@ -131,7 +137,7 @@ class LevelSearch:
         self._first, self._index = False, self._index + 1
 
     def _step(self, acceleration, null_space, first, scale, update, stats) -> None:
-        jacobian, target = self._levels[self._index]
+        _, jacobian, _, target = self._levels[self._index]
         level_step(
             jacobian,
             target,
