@@ -57,15 +57,6 @@ def test_the_environment_chooses_and_unknown_values_fall_back(monkeypatch):
     assert executor_kind() == expected
 
 
-def test_simulated_time_spins_the_single_threaded_executor(monkeypatch):
-    monkeypatch.setenv(EXECUTOR_VARIABLE, 'events')
-    assert executor_kind(sim_time=True) == 'single'
-    assert 'ignored on simulated time' in executor_note(sim_time=True)
-    monkeypatch.delenv(EXECUTOR_VARIABLE)
-    assert executor_kind(sim_time=True) == 'single'
-    assert executor_note(sim_time=True) is None  # nothing asked, nothing refused
-
-
 def test_an_unknown_choice_is_named_in_a_warning(monkeypatch):
     monkeypatch.setenv(EXECUTOR_VARIABLE, 'event')
     assert "'event' is not one of events, single" in executor_note()

@@ -98,15 +98,17 @@ class ControllerNode(Node):
             self._reject,
         )
         period = min(settings.joint_state_timeout / 2.0, WATCHDOG_MAX_PERIOD_S)
-        # On the steady clock: a stopped simulated clock must not stop the watchdog.
-        self.create_timer(period, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # On the steady clock: a stopped simulated clock must not stop the watchdog, and rclpy's
+        # events executor fires timers on a simulated clock irregularly (ros/executors.py).
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(period, self._on_watchdog, clock=steady)
         backwards = JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1))
         self._jump_handle = self.get_clock().create_jump_callback(
             backwards, post_callback=self._on_clock_jump
         )
         if settings.diagnostics_rate > 0.0:
             self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-            self.create_timer(1.0 / settings.diagnostics_rate, self._on_diagnostics)
+            self.create_timer(1.0 / settings.diagnostics_rate, self._on_diagnostics, clock=steady)
 
     def _startup_summary(self) -> str:
         odom = self.resolve_topic_name(ODOM_TOPIC) if self._robot.floating_base else None

@@ -16,6 +16,7 @@ import sys
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -69,6 +70,7 @@ class DiagnosticsNode(Node):
         # Best effort matches reliable and best-effort publishers alike; only the latest counts.
         joint_state_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.create_subscription(JointState, 'joint_states', self._on_joint_state, joint_state_qos)
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._timer = self._create_publish_timer()
         self.add_on_set_parameters_callback(self._validate_update)
         self.add_post_set_parameters_callback(self._apply_update)
@@ -78,7 +80,10 @@ class DiagnosticsNode(Node):
         )
 
     def _create_publish_timer(self) -> Timer:
-        return self.create_timer(1.0 / self._monitor.settings.publish_rate, self._publish_status)
+        # On the steady clock: rclpy's events executor fires timers on a simulated clock with
+        # gaps of seconds while /clock floods it (wbc_control/ros/executors.py).
+        period_s = 1.0 / self._monitor.settings.publish_rate
+        return self.create_timer(period_s, self._publish_status, clock=self._steady)
 
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9

@@ -15,16 +15,13 @@ guarded so that the interrupt is raised from the loop, between callbacks, as
 rclpy's own handler shuts the context down, and a callback that then finds its publisher's
 context invalid ends quietly here.)
 
-A node on simulated time (`use_sim_time`) spins `SingleThreadedExecutor` whatever the choice:
-the events executor drives timers on the ROS clock irregularly while /clock and joint states
-flood it. Measured with `wbc_sim` at real_time_factor 0 and `wbc_diagnostics` solving every
-state (rclpy 7.1.6 Jazzy and 9.1.2 Kilted): its 20 Hz /diagnostics timer left gaps of up to
-52 s of simulated time (13 gaps over 1 s in 25 s of wall time) where `SingleThreadedExecutor`
-left at most 0.65 s, and the controller's clock lagged its states' stamps by 50-130 ms
-(states refused as from the future) where it did not with `SingleThreadedExecutor`.
+`WBC_EXECUTOR=single` (or `events`) in the environment overrides the choice, for measuring
+one against the other (`wbc_bench`'s DDS runs; docs/performance.md); an unknown value is named
+in a warning.
 
-`WBC_EXECUTOR=single` (or `events`) in the environment overrides the choice on the system
-clock, for measuring one against the other (`wbc_bench`'s DDS runs; docs/performance.md).
+The nodes' timers run on the steady clock: the events executor of these wheels fired timers
+on the ROS clock with gaps of seconds while /clock and joint states flooded it
+(docs/performance.md, test/ros/test_sim_time_timers.py).
 """
 
 from collections.abc import Callable
@@ -48,33 +45,27 @@ SPIN_WAKE_S = 0.1
 GUARD_PERIOD_S = 1.0
 
 
-def executor_kind(sim_time: bool = False) -> str:
-    """'events' or 'single': 'single' on simulated time, else the environment's or the default."""
+def executor_kind() -> str:
+    """'events' or 'single': the environment's choice, else the default where rclpy has it."""
     requested = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower()
     kind = requested if requested in EXECUTORS else DEFAULT_EXECUTOR
-    events = kind == 'events' and not sim_time and _events_executor() is not None
-    return 'events' if events else 'single'
+    return 'events' if kind == 'events' and _events_executor() is not None else 'single'
 
 
-def executor_note(sim_time: bool = False) -> str | None:
+def executor_note() -> str | None:
     """Why the environment's executor choice is not followed (None when it is)."""
     requested = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower()
     if requested and requested not in EXECUTORS:
         choices = ', '.join(EXECUTORS)
         return f'{EXECUTOR_VARIABLE}={requested!r} is not one of {choices}: ignored'
-    if requested == 'events' and sim_time:
-        return (
-            f'{EXECUTOR_VARIABLE}=events ignored on simulated time: the events executor runs '
-            'timers on the ROS clock irregularly'
-        )
     if requested == 'events' and _events_executor() is None:
         return f'{EXECUTOR_VARIABLE}=events ignored: this rclpy has no EventsExecutor'
     return None
 
 
-def create_executor(context: Context | None = None, sim_time: bool = False) -> Executor:
+def create_executor(context: Context | None = None) -> Executor:
     """A new executor of :func:`executor_kind` in `context` (default: the global one)."""
-    if executor_kind(sim_time) == 'events':
+    if executor_kind() == 'events':
         return SpinOnceLoop(_events_executor()(context=context), context)
     return SingleThreadedExecutor(context=context)
 

@@ -134,9 +134,8 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         # reported (ros2 launch stops the other nodes when one fails to start): no traceback.
         try:
             node = factory()
-            sim_time = bool(node.get_parameter('use_sim_time').value)
-            executor = create_executor(sim_time=sim_time)
-            note = executor_note(sim_time)
+            executor = create_executor()
+            note = executor_note()
             if note is not None:
                 node.get_logger().warning(note)
             executor.add_node(node)
