@@ -62,3 +62,11 @@ def test_an_unknown_choice_is_named_in_a_warning(monkeypatch):
     assert "'event' is not one of events, single" in executor_note()
     monkeypatch.setenv(EXECUTOR_VARIABLE, 'single')
     assert executor_note() is None
+
+
+def test_a_pinned_node_keeps_its_executor_and_says_what_it_ignored(monkeypatch):
+    monkeypatch.setenv(EXECUTOR_VARIABLE, 'events')
+    assert executor_kind('single') == 'single'
+    assert "ignored: this node always spins 'single'" in executor_note('single')
+    monkeypatch.setenv(EXECUTOR_VARIABLE, 'single')
+    assert executor_note('single') is None

@@ -50,6 +50,10 @@ _REJECTION_LOG_PERIOD_S = 5.0
 class DiagnosticsNode(Node):
     """ROS 2 node: ``joint_states`` -> M(q) -> conditioning -> ``/diagnostics`` and Float64s."""
 
+    #: Its status timer must fire while states flood it: the events executor queues the
+    #: timer behind every pending message (wbc_control/ros/executors.py).
+    EXECUTOR = 'single'
+
     def __init__(self, node_name: str = NODE_NAME) -> None:
         super().__init__(node_name, allow_undeclared_parameters=True)
         self._schema = load_schema(NODE_NAME)
@@ -80,8 +84,7 @@ class DiagnosticsNode(Node):
         )
 
     def _create_publish_timer(self) -> Timer:
-        # On the steady clock: rclpy's events executor fires timers on a simulated clock with
-        # gaps of seconds while /clock floods it (wbc_control/ros/executors.py).
+        # On the steady clock: a status keeps coming when simulated time stands still.
         period_s = 1.0 / self._monitor.settings.publish_rate
         return self.create_timer(period_s, self._publish_status, clock=self._steady)
 

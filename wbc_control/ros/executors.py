@@ -19,9 +19,12 @@ context invalid ends quietly here.)
 one against the other (`wbc_bench`'s DDS runs; docs/performance.md); an unknown value is named
 in a warning.
 
-The nodes' timers run on the steady clock: the events executor of these wheels fired timers
-on the ROS clock with gaps of seconds while /clock and joint states flooded it
-(docs/performance.md, test/ros/test_sim_time_timers.py).
+A node whose timers are its product pins `SingleThreadedExecutor` (its class attribute
+`EXECUTOR`): the diagnostics sidecar, whose status must keep its rate while joint states
+flood it. The events executor queues every event in one FIFO, so a node slower than its input
+sees its timers wait behind the backlog: beside `wbc_sim` at real_time_factor 0 it left the
+sidecar's 20 Hz status silent for 3 to 8 s of the node's own work, on the ROS clock and on the
+steady clock alike (docs/performance.md, test/ros/test_sim_time_timers.py).
 """
 
 from collections.abc import Callable
@@ -45,27 +48,29 @@ SPIN_WAKE_S = 0.1
 GUARD_PERIOD_S = 1.0
 
 
-def executor_kind() -> str:
-    """'events' or 'single': the environment's choice, else the default where rclpy has it."""
+def executor_kind(pinned: str | None = None) -> str:
+    """The node's `pinned` kind, else the environment's, else the default ('events' if any)."""
     requested = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower()
-    kind = requested if requested in EXECUTORS else DEFAULT_EXECUTOR
+    kind = pinned or (requested if requested in EXECUTORS else DEFAULT_EXECUTOR)
     return 'events' if kind == 'events' and _events_executor() is not None else 'single'
 
 
-def executor_note() -> str | None:
+def executor_note(pinned: str | None = None) -> str | None:
     """Why the environment's executor choice is not followed (None when it is)."""
     requested = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower()
     if requested and requested not in EXECUTORS:
         choices = ', '.join(EXECUTORS)
         return f'{EXECUTOR_VARIABLE}={requested!r} is not one of {choices}: ignored'
+    if requested and pinned and requested != pinned:
+        return f'{EXECUTOR_VARIABLE}={requested} ignored: this node always spins {pinned!r}'
     if requested == 'events' and _events_executor() is None:
         return f'{EXECUTOR_VARIABLE}=events ignored: this rclpy has no EventsExecutor'
     return None
 
 
-def create_executor(context: Context | None = None) -> Executor:
+def create_executor(context: Context | None = None, pinned: str | None = None) -> Executor:
     """A new executor of :func:`executor_kind` in `context` (default: the global one)."""
-    if executor_kind() == 'events':
+    if executor_kind(pinned) == 'events':
         return SpinOnceLoop(_events_executor()(context=context), context)
     return SingleThreadedExecutor(context=context)
 

@@ -134,8 +134,9 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         # reported (ros2 launch stops the other nodes when one fails to start): no traceback.
         try:
             node = factory()
-            executor = create_executor()
-            note = executor_note()
+            pinned = getattr(node, 'EXECUTOR', None)  # a node may need one kind
+            executor = create_executor(pinned=pinned)
+            note = executor_note(pinned)
             if note is not None:
                 node.get_logger().warning(note)
             executor.add_node(node)
