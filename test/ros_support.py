@@ -18,9 +18,13 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 import yaml
 
+from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.ros.runtime import executable
 
-__all__ = ['NodeProcess', 'RosProbe', 'executable', 'write_params']
+__all__ = ['NodeProcess', 'RosProbe', 'executable', 'start_panda_node', 'write_params']
+
+#: The shipped configurations.
+CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
 
 def write_params(node_name: str, parameters: dict) -> Path:
@@ -29,6 +33,14 @@ def write_params(node_name: str, parameters: dict) -> Path:
     with handle:
         yaml.safe_dump({node_name: {'ros__parameters': parameters}}, handle)
     return Path(handle.name)
+
+
+def start_panda_node(script: str, config: str, *overrides: str) -> 'NodeProcess':
+    """`script` started with the shipped `config`, Panda's URDF and `name:=value` overrides."""
+    arguments = ['--params-file', str(CONFIG / config)]
+    for override in (f'urdf_path:={example_robot_urdf("panda")[0]}', *overrides):
+        arguments += ['-p', override]
+    return NodeProcess(script, extra_args=arguments).__enter__()
 
 
 class NodeProcess:

@@ -27,12 +27,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
 from rclpy.parameter_client import AsyncParameterClient
-from ros_support import NodeProcess, RosProbe
+from ros_support import NodeProcess, RosProbe, start_panda_node
 from std_msgs.msg import Float64MultiArray
 
-from wbc_control.model.example_robots import example_robot_urdf
-
-CONFIG = Path(__file__).resolve().parents[2] / 'config'
 NODE_CONFIGS = {
     'wbc_controller': 'panda_controller.yaml',
     'wbc_diagnostics': 'diagnostics.yaml',
@@ -60,11 +57,7 @@ def probe() -> Iterator[RosProbe]:
 
 def start(script: str, *overrides: str) -> NodeProcess:
     """`script` with its shipped Panda config, Panda's URDF and `name:=value` overrides."""
-    urdf = example_robot_urdf('panda')[0]
-    arguments = ['--params-file', str(CONFIG / NODE_CONFIGS[script]), '-p', f'urdf_path:={urdf}']
-    for override in overrides:
-        arguments += ['-p', override]
-    return NodeProcess(script, extra_args=arguments).__enter__()
+    return start_panda_node(script, NODE_CONFIGS[script], *overrides)
 
 
 def wait_until_spinning(probe: RosProbe, node: NodeProcess, script: str) -> None:

@@ -6,17 +6,13 @@ node's 20 Hz status timer, then on the ROS clock, with gaps of 3 to 20 s of wall
 waited 120 s for a status that never came. The nodes' timers now run on the steady clock.
 """
 
-from pathlib import Path
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from ros_support import NodeProcess, RosProbe
+from ros_support import NodeProcess, RosProbe, start_panda_node
 
-from wbc_control.model.example_robots import example_robot_urdf
-
-CONFIG = Path(__file__).resolve().parents[2] / 'config'
 START_TIMEOUT_S = 120.0
 #: Wall time the statuses are watched for once they come (s).
 WATCHED_S = 25.0
@@ -27,14 +23,6 @@ PUBLISH_RATE_HZ = 20.0
 MAX_OWN_GAP_S = 3.0
 #: Longest wall-clock silence, for a timer that stops for good (s).
 MAX_WALL_GAP_S = 15.0
-
-
-def start(script: str, config: str, *overrides: str) -> NodeProcess:
-    """`script` with a shipped Panda config, Panda's URDF and `name:=value` overrides."""
-    arguments = ['--params-file', str(CONFIG / config)]
-    for override in (f'urdf_path:={example_robot_urdf("panda")[0]}', *overrides):
-        arguments += ['-p', override]
-    return NodeProcess(script, extra_args=arguments).__enter__()
 
 
 def test_the_status_timer_keeps_its_rate_beside_a_flooding_simulated_clock() -> None:
@@ -55,9 +43,9 @@ def test_the_status_timer_keeps_its_rate_beside_a_flooding_simulated_clock() -> 
     try:
         # Unpaced (as fast as it can), no command needed: /clock and joint states flood.
         unpaced = ('real_time_factor:=0.0', 'command_timeout:=0.0')
-        nodes.append(start('wbc_sim', 'panda_sim.yaml', *unpaced))
+        nodes.append(start_panda_node('wbc_sim', 'panda_sim.yaml', *unpaced))
         settings = ('exact_rate:=0.0', f'publish_rate:={PUBLISH_RATE_HZ}', 'use_sim_time:=true')
-        nodes.append(start('wbc_diagnostics', 'diagnostics.yaml', *settings))
+        nodes.append(start_panda_node('wbc_diagnostics', 'diagnostics.yaml', *settings))
         assert probe.spin_until(lambda: len(arrivals) > 0, START_TIMEOUT_S), '\n'.join(
             ['no status from wbc_diagnostics'] + [node.output() for node in nodes]
         )

@@ -98,8 +98,8 @@ class ControllerNode(Node):
             self._reject,
         )
         period = min(settings.joint_state_timeout / 2.0, WATCHDOG_MAX_PERIOD_S)
-        # On the steady clock: a stopped simulated clock must not stop the watchdog, and rclpy's
-        # events executor fires timers on a simulated clock irregularly (ros/executors.py).
+        # On the steady clock: a stopped simulated clock must stop neither the watchdog nor the
+        # /diagnostics status (and the events executor fired ROS-clock timers in bursts).
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(period, self._on_watchdog, clock=steady)
         backwards = JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1))

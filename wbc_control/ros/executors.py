@@ -50,14 +50,14 @@ GUARD_PERIOD_S = 1.0
 
 def executor_kind(pinned: str | None = None) -> str:
     """The node's `pinned` kind, else the environment's, else the default ('events' if any)."""
-    requested = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower()
+    requested = _requested()
     kind = pinned or (requested if requested in EXECUTORS else DEFAULT_EXECUTOR)
     return 'events' if kind == 'events' and _events_executor() is not None else 'single'
 
 
 def executor_note(pinned: str | None = None) -> str | None:
     """Why the environment's executor choice is not followed (None when it is)."""
-    requested = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower()
+    requested = _requested()
     if requested and requested not in EXECUTORS:
         choices = ', '.join(EXECUTORS)
         return f'{EXECUTOR_VARIABLE}={requested!r} is not one of {choices}: ignored'
@@ -138,6 +138,11 @@ class SpinOnceLoop:
         wrapper = guarded if takes_arguments else guarded_no_arguments
         wrapper._wbc_guarded = True
         return wrapper
+
+
+def _requested() -> str:
+    """The environment's executor choice, normalised ('' when unset)."""
+    return os.environ.get(EXECUTOR_VARIABLE, '').strip().lower()
 
 
 def _events_executor():
