@@ -1,10 +1,11 @@
 """The compiled SNS search against its numpy reference, level by level.
 
 `JointLimits.saturate_levels` with `JointLimits.plan` (joint_limits.py) is the readable
-multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2); the controller runs
-`LevelSearch.saturate_levels`, whose per-level search and settling are compiled
-(`joint_limit_kernel.search_level`, `settle_level`). Both must choose the same saturated joints
-at the same targets and scales and give the same q̈, on real
+multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2); the controller runs the whole
+stack in one compiled call, `stack_kernel.solve_stack`, whose per-level search and settling are
+`joint_limit_kernel.search_level` and `settle_level`. Where the unconstrained recursion leaves
+the bounds, both must choose the same saturated joints at the same targets and scales and give
+the same q̈, on real
 robots (fixed base, and floating base under contacts, where q̈ does not start at zero) and on
 states where the search has to saturate several joints and scale levels down.
 """
@@ -21,6 +22,8 @@ from wbc_control.control.joint_limit_kernel import settle_level
 from wbc_control.control.joint_limits import JointLimitLevel, JointLimits
 from wbc_control.control.level_kernel import KEEP, LAW
 from wbc_control.control.level_search import LevelSearch
+from wbc_control.control.prioritized_controller import SEARCH_TOLERANCES
+from wbc_control.control.stack_kernel import solve_stack
 
 TOLERANCE = 1e-9
 STACKS = ('panda', 'panda_three_levels', 'talos', 'solo12')
@@ -45,7 +48,7 @@ def controller(stack: str):
 
 
 def search_inputs(stack: str, seed: int):
-    """(LevelSearch factory, the level count, JointLimits, bounds) at a random fast state."""
+    """(LevelSearch factory, the level terms, JointLimits, bounds) at a random fast state."""
     control = controller(stack)
     state = random_state(control.robot, seed, speed=2.0)
     control.compute(state)  # the tasks write the level terms the search reads
@@ -53,8 +56,7 @@ def search_inputs(stack: str, seed: int):
         inverse_inertia, _, _, start = contact_dynamics(state, control.contacts)
     else:
         inverse_inertia, start = state.inverse_mass_matrix, np.zeros(state.model.nv)
-    terms = [(None, jacobian.copy(), None, target.copy()) for _, jacobian, _, target in
-             control._level_terms]  # fmt: skip
+    terms = [(None, level.jacobian.copy(), None, level.target.copy()) for level in control.levels]
     threshold = control.singular_value_threshold
 
     def new_search() -> LevelSearch:
@@ -62,7 +64,46 @@ def search_inputs(stack: str, seed: int):
         return LevelSearch(inverse_inertia, start, terms, control._sqrt_weights, threshold, stats)
 
     limits = control.joint_limits
-    return new_search, len(terms), limits, limits.bounds(state)
+    return new_search, terms, limits, limits.bounds(state)
+
+
+class Compiled:
+    """`solve_stack` on the terms of a `LevelSearch` (its stacked rows), with its outputs.
+
+    `given` is applied to every input array (e.g. to freeze it).
+    """
+
+    def __init__(self, search: LevelSearch, limits: JointLimits, bounds, given=np.asarray):
+        levels, nv, n = search._levels, search.acceleration.shape[0], len(limits.joint_names)
+        offsets = np.cumsum([0, *(jacobian.shape[0] for _, jacobian, _, _ in levels)])
+        self.acceleration, count = np.empty(nv), len(levels)
+        self.level_active = np.empty((count + 1, n), dtype=bool)
+        self.level_values, self.level_scales = np.empty((count + 1, n)), np.empty(count)
+        self.stats = np.full((count, 3), np.nan)
+        inputs = (
+            search._inverse_inertia,
+            search.acceleration,
+            np.vstack([jacobian for _, jacobian, _, _ in levels]),
+            np.concatenate([target for _, _, _, target in levels]),
+            np.concatenate(search._sqrt_weights),
+            offsets.astype(np.int64),
+        )
+        inertia, start, jacobian, target, weights, offsets = map(given, inputs)
+        joints, lower, upper = map(given, (limits.velocity_indices, *bounds))
+        self.least_scale = solve_stack(
+            inertia, start, jacobian, target, weights, offsets, search._threshold, LAW, True,
+            joints, lower, upper, SEARCH_TOLERANCES, self.acceleration, np.empty((nv, nv)),
+            self.level_active, self.level_values, self.level_scales, self.stats,
+        )  # fmt: skip
+        self.combined = limits.saturated(self.level_active[-1], self.level_values[-1])
+
+
+def recursion_within(new_search, count: int, limits: JointLimits, bounds) -> bool:
+    """Whether the recursion without joint limits keeps the bounds (then nothing is searched)."""
+    search = new_search()
+    for _ in range(count):
+        search.settle(None, 1.0)
+    return limits.within(search.acceleration, bounds)
 
 
 def close(actual: np.ndarray, expected: np.ndarray) -> bool:
@@ -73,11 +114,16 @@ def close(actual: np.ndarray, expected: np.ndarray) -> bool:
 @pytest.mark.parametrize('stack', STACKS)
 def test_the_compiled_search_chooses_the_reference_sets_scales_and_acceleration(stack):
     saturated_levels, scaled_levels, lower_saturated = 0, 0, 0
-    for seed in range(12):
-        new_search, count, limits, bounds = search_inputs(stack, seed)
-        reference_search, compiled_search = new_search(), new_search()
-        expected = limits.saturate_levels(bounds, reference_search, count)
-        combined, least_scale = compiled_search.saturate_levels(limits, bounds)
+    searched = 0
+    for seed in range(16):
+        new_search, terms, limits, bounds = search_inputs(stack, seed)
+        if recursion_within(new_search, len(terms), limits, bounds):
+            continue
+        searched += 1
+        reference_search = new_search()
+        expected = limits.saturate_levels(bounds, reference_search, len(terms))
+        compiled_search = Compiled(new_search(), limits, bounds)
+        combined, least_scale = compiled_search.combined, compiled_search.least_scale
         scales = compiled_search.level_scales
         for index, (expected_level, expected_scale) in enumerate(expected):
             active = compiled_search.level_active[index]
@@ -101,7 +147,7 @@ def test_the_compiled_search_chooses_the_reference_sets_scales_and_acceleration(
         np.testing.assert_allclose(compiled_search.stats, reference_search.stats, rtol=1e-6)
     # The states exercise the search: joints saturated, and (where the stack asks more than
     # the bounds give) levels scaled down.
-    assert saturated_levels >= 6, saturated_levels
+    assert searched >= 10 and saturated_levels >= 6, (searched, saturated_levels)
     assert scaled_levels >= 3 or stack not in SCALED_STACKS, scaled_levels
     assert lower_saturated >= 1 or stack not in SCALED_STACKS
 
@@ -161,8 +207,8 @@ def test_a_decoupled_posture_beyond_the_bounds_is_clipped_joint_by_joint(last, u
             inverse_inertia, np.zeros(9), terms, [np.ones(9)], 1e-3, np.zeros((1, 3))
         )
 
-    compiled, reference = new_search(), new_search()
-    combined, scale = compiled.saturate_levels(limits, bounds)
+    compiled, reference = Compiled(new_search(), limits, bounds), new_search()
+    combined, scale = compiled.combined, compiled.least_scale
     ((expected_level, expected_scale),) = limits.saturate_levels(bounds, reference, 1)
     np.testing.assert_allclose(compiled.acceleration, np.clip(desired, *bounds), atol=1e-12)
     assert scale == 1.0 and expected_scale == 1.0
@@ -184,21 +230,12 @@ def test_read_only_inputs_give_the_same_results():
     Their signatures type the inputs read-only, which accepts writable arrays too; typed
     writable, a frozen array would find no matching signature.
     """
-    new_search, count, limits, bounds = search_inputs('talos', 0)
-    expected_search = new_search()
-    expected = expected_search.saturate_levels(limits, bounds)
-    search = new_search()
-    search._inverse_inertia = frozen(search._inverse_inertia)
-    search._levels = [
-        (terms, frozen(jacobian), drift, frozen(target))
-        for terms, jacobian, drift, target in search._levels
-    ]
-    search._sqrt_weights = [frozen(weights) for weights in search._sqrt_weights]
-    frozen_limits = JointLimits(limits.robot)
-    frozen_limits.velocity_indices = frozen(limits.velocity_indices)
-    combined, scale = search.saturate_levels(frozen_limits, tuple(map(frozen, bounds)))
-    assert scale == expected[1] and close(search.acceleration, expected_search.acceleration)
-    assert limits.within(frozen(search.acceleration), tuple(map(frozen, bounds)))
+    new_search, _, limits, bounds = search_inputs('talos', 0)
+    expected = Compiled(new_search(), limits, bounds)
+    compiled = Compiled(new_search(), limits, bounds, frozen)
+    assert compiled.least_scale == expected.least_scale < 1.0
+    assert close(compiled.acceleration, expected.acceleration)
+    assert limits.within(frozen(compiled.acceleration), tuple(map(frozen, bounds)))
     panda = robot('panda')
     state = random_state(panda, 1, speed=2.0)
     panda_limits = JointLimits(panda)

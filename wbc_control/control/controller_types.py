@@ -187,17 +187,45 @@ def validate_threshold(threshold: float) -> float:
     return threshold
 
 
+class StackedRows:
+    """The rows of every level of a stack, stacked highest level first, which the tasks write.
+
+    Stacked Jacobian `(R, nv)`; drift J̇v, error, velocity, desired acceleration ẍ* and target
+    ẍ* − J̇v `(R,)` (`vectors`, `(5, R)`); level k's rows are `offsets[k]:offsets[k + 1]`, so
+    that one compiled call solves the whole stack (`stack_kernel.solve_stack`).
+    """
+
+    def __init__(self, dims: Sequence[int], nv: int) -> None:
+        self.offsets = np.cumsum([0, *dims], dtype=np.int64)
+        total = int(self.offsets[-1])
+        self.jacobian = np.zeros((total, nv))
+        self.vectors = np.zeros((5, total))
+        vectors = self.vectors
+        self.drift, self.error, self.velocity, self.desired_acceleration, self.target = vectors
+
+    def level(self, index: int) -> tuple[slice, np.ndarray, np.ndarray]:
+        """Level `index`'s rows: their slice, Jacobian `(m, nv)` and vectors `(5, m)` (views)."""
+        rows = slice(int(self.offsets[index]), int(self.offsets[index + 1]))
+        return rows, self.jacobian[rows], self.vectors[:, rows]
+
+
 class Level:
     """Tasks sharing one priority: their stacked rows, which the tasks write in place.
 
-    The level owns its stacked Jacobian `(m, nv)`, drift J̇v, error, velocity, desired
-    acceleration ẍ* and target ẍ* − J̇v `(m,)`; `terms[i]` are the rows of task i (views), and
-    `writers[i]` what the controller calls each tick to fill them (the task's `write_terms` and
-    what its `prepare_terms` made of its rows), before it sets the target. Every tick overwrites
-    them.
+    The level's stacked Jacobian `(m, nv)`, drift J̇v, error, velocity, desired acceleration
+    ẍ* and target ẍ* − J̇v `(m,)` are its rows `rows` of the stack's `StackedRows` (or its own,
+    when built alone); `terms[i]` are the rows of task i (views), and `writers[i]` what the
+    controller calls each tick to fill them (the task's `write_terms` and what its
+    `prepare_terms` made of its rows), before it sets the target. Every tick overwrites them.
     """
 
-    def __init__(self, priority: int, entries: Sequence[TaskEntry], nv: int) -> None:
+    def __init__(
+        self,
+        priority: int,
+        entries: Sequence[TaskEntry],
+        nv: int,
+        stacked: tuple[slice, np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         self.priority = priority
         self.entries = tuple(entries)
         self.names = tuple(entry.name for entry in entries)
@@ -207,8 +235,7 @@ class Level:
             self.slices.append(slice(start, start + entry.task.dim))
             start += entry.task.dim
         self.dim = start
-        self.jacobian = np.zeros((start, nv))
-        vectors = np.zeros((5, start))
+        self.rows, self.jacobian, vectors = stacked or StackedRows([start], nv).level(0)
         self.drift, self.error, self.velocity, self.desired_acceleration, self.target = vectors
         self.terms = tuple(
             TaskTerms(

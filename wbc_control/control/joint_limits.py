@@ -251,8 +251,8 @@ class JointLimits:
         """Multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2): a scale per level.
 
         The readable reference: the controller runs the same search with each level's loop
-        compiled (`LevelSearch.saturate_levels`); test/core/test_joint_limit_kernel.py holds
-        them equal.
+        compiled, the whole stack in one call (`stack_kernel.solve_stack`);
+        test/core/test_joint_limit_kernel.py holds them equal.
 
         Level k, highest first, with the saturated sets and scales of the levels above fixed:
         q̈ₖ(s) = q̈ₖ₋₁ + s Δₖ is affine in its own scale, so `plan` finds the set, saturated

@@ -33,8 +33,9 @@ solves the stack before and the stack after it and blends their torques, with a 
 between the contacts (:mod:`wbc_control.control.contact_transitions`,
 :mod:`wbc_control.control.task_activation`).
 
-Each level is one compiled call (`level_kernel.level_step`); the few products left here are
-`A.dot(B)`, cheaper per call than numpy's `@` (a generalized ufunc) on these small arrays.
+The levels' rows are stacked and the whole stack, the joint-limit search included, is one
+compiled call (`stack_kernel.solve_stack`); the few products left here are `A.dot(B)`, cheaper
+per call than numpy's `@` (a generalized ufunc) on these small arrays.
 """
 
 from collections.abc import Sequence
@@ -65,9 +66,15 @@ from wbc_control.control.controller_types import (
     validate_threshold,
     validate_weight,
 )
-from wbc_control.control.joint_limits import JointLimitLevel, JointLimits, hold
-from wbc_control.control.level_kernel import BLOCKING, KEEP, LAW, level_step
-from wbc_control.control.level_search import LevelSearch
+from wbc_control.control.joint_limits import (
+    BOUND_TOLERANCE,
+    LEVEL_TOLERANCE,
+    JointLimitLevel,
+    JointLimits,
+    hold,
+)
+from wbc_control.control.level_kernel import LAW
+from wbc_control.control.stack_kernel import solve_stack
 from wbc_control.control.task_activation import (
     Stack,
     Stacks,
@@ -93,6 +100,8 @@ DEFAULT_SINGULAR_VALUE_THRESHOLD = 1e-3
 DEFAULT_FRICTION_COEFFICIENT = 0.7
 #: A fitted torque this close (N m) to the edge of its range counts as held there.
 FIT_EDGE = 1e-9
+#: `solve_stack`'s (bound tolerance, level tolerance) of the joint-limit search.
+SEARCH_TOLERANCES = (BOUND_TOLERANCE, LEVEL_TOLERANCE)
 
 
 class PrioritizedController:
@@ -146,6 +155,8 @@ class PrioritizedController:
         limits = robot.effort_limits if effort_limits is None else effort_limits
         self.limiter = TorqueLimiter(limits, torque_rate_limits)
         self._null_space = np.eye(robot.nv)
+        # What `solve_stack` gets for the joints' bounds when position limits are not enforced.
+        self._no_joints, self._unbounded = np.zeros(0, dtype=np.int64), (np.zeros(0), np.zeros(0))
         self._contact_rows: dict = {}
         self._zero_acceleration = np.zeros(robot.nv)
         self._zero_acceleration.flags.writeable = False
@@ -174,6 +185,7 @@ class PrioritizedController:
         """Change a task's weight within its level (validated; on error nothing changes)."""
         self.stacks.set_weight(name, weight)
         self._sqrt_weights = self.stacks.sqrt_weights(self._key)
+        self._stacked_weights = np.concatenate((np.zeros(0), *self._sqrt_weights))
 
     @property
     def switching(self) -> StackSwitcher:
@@ -202,11 +214,18 @@ class PrioritizedController:
         if stack.key not in self._contact_rows:  # A and Ȧq̇ of the stack, rewritten each tick
             self._contact_rows[stack.key] = constraint_buffers(stack.contacts, self.robot.nv)
         self._level_count = len(stack.levels)
-        # Each tick every task writes its rows of its level's arrays, then each level's target.
+        # Each tick every task writes its rows of the stacked arrays, then the targets are set.
         self._writers = [writer for level in stack.levels for writer in level.writers]
-        self._targets = [(lv.desired_acceleration, lv.drift, lv.target) for lv in stack.levels]
-        self._level_terms = [(lv.terms, lv.jacobian, lv.drift, lv.target) for lv in stack.levels]
-        self._unsolved = np.full((len(stack.levels), 3), np.nan)  # level_step's stats rows
+        self._rows = stack.rows
+        self._stacked_weights = np.concatenate((np.zeros(0), *self._sqrt_weights))
+        count, joints = len(stack.levels), self.robot.n_actuated
+        self._unsolved = np.full((count, 3), np.nan)  # each level's stats row
+        # The search's per-level sets, scales: read within the tick (`JointLimits.saturated`).
+        self._search = (
+            np.empty((count + 1, joints), dtype=bool),
+            np.empty((count + 1, joints)),
+            np.empty(count),
+        )
 
     def compute(
         self, state: RobotState, dt: float | None = None, now_s: float | None = None
@@ -257,27 +276,29 @@ class PrioritizedController:
             start = self._zero_acceleration
         for write, buffers in self._writers:
             write(state, buffers)
-        for desired, drift, target in self._targets:  # ẍ* − J̇v
-            np.subtract(desired, drift, out=target)
-        level_terms = self._level_terms
+        rows, limits = self._rows, self.joint_limits
+        target = np.subtract(rows.desired_acceleration, rows.drift, out=rows.target)  # ẍ* − J̇v
         limit_level, scale, ramp, fitted, final = None, 1.0, self.task_ramp, None, None
-        if self.joint_limits is not None and ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
-            level_terms = [(t, j, d, ramp * x - (1.0 - ramp) * d) for t, j, d, x in level_terms]
-        recursion = partial(self._recursion, inverse_inertia, start, level_terms)
-        acceleration, level_reports = recursion(None)
-        if self.joint_limits is not None:
-            unforced = partial(self._unforced, inverse_inertia, start)
-            bounds, base = self.joint_limits.bounds(state), None
-            inside = self.joint_limits.within(acceleration, bounds)
-            if not inside and level_terms:  # saturated and scaled level by level
-                stats, threshold = self._unsolved.copy(), self.singular_value_threshold
-                terms = (level_terms, self._sqrt_weights, threshold, stats)
-                search = LevelSearch(inverse_inertia, start, *terms)
-                limit_level, scale = search.saturate_levels(self.joint_limits, bounds)
-                acceleration = search.acceleration
-                level_reports = LazyReports(level_health, self.levels, self._generic_ranks, stats)
-            elif not inside:  # no tasks: q̈₀ alone
-                limit_level, base, acceleration, level_reports, scale = self.joint_limits.saturate(
+        if limits is not None and ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
+            target = ramp * target - (1.0 - ramp) * rows.drift
+        acceleration, stats = np.empty(self.robot.nv), self._unsolved.copy()
+        bounds = self._unbounded if limits is None else limits.bounds(state)
+        searched = limits is not None and self._level_count > 0
+        scale = solve_stack(
+            inverse_inertia, start, rows.jacobian, target, self._stacked_weights, rows.offsets,
+            self.singular_value_threshold, LAW, searched,
+            self._no_joints if limits is None else limits.velocity_indices, *bounds,
+            SEARCH_TOLERANCES, acceleration, self._null_space, *self._search, stats,
+        )  # fmt: skip
+        level_reports = LazyReports(level_health, self.levels, self._generic_ranks, stats)
+        if searched:
+            level_active, level_values, _ = self._search
+            limit_level = limits.saturated(level_active[-1], level_values[-1])
+        if limits is not None:
+            unforced, base = partial(self._unforced, inverse_inertia, start), None
+            if not searched and not limits.within(acceleration, bounds):  # no tasks: q̈₀ alone
+                recursion = partial(self._held, inverse_inertia, start)
+                limit_level, base, acceleration, level_reports, scale = limits.saturate(
                     bounds, recursion, unforced, (acceleration, level_reports)
                 )
             scaled = acceleration if base is None else base + scale * (acceleration - base)
@@ -286,7 +307,7 @@ class PrioritizedController:
             if not fits(final[0], lower, upper):
                 final = None
                 if constraint is None and self._torque_affine:  # τ = M q̈ + h: fit it
-                    limits, fitted = self.joint_limits, (lower, upper)
+                    fitted = (lower, upper)
                     scaled = limits.fit_torque(state, scaled, limit_level, fitted, bounds)
                 else:
                     base = unforced(limit_level) if base is None else base
@@ -301,8 +322,8 @@ class PrioritizedController:
             mu, check = self.friction_coefficient, self._cone_check
             contact_reports = ContactReports(self.contacts, forces.forces, mu, check)
             residual = forces.base_residual
-        # J q̈ + J̇v now: the stacked Jacobians and drifts are buffers the next tick overwrites.
-        achieved = [jacobian.dot(acceleration) + drift for _, jacobian, drift, _ in level_terms]
+        # J q̈ + J̇v now: the stacked Jacobian and drift are buffers the next tick overwrites.
+        achieved = rows.jacobian.dot(acceleration) + rows.drift
         saturated = rate_limited = self._none_limited
         if fitted is not None:  # joints the fit holds at the range: reported as limited
             at_range = (torque <= fitted[0] + FIT_EDGE) | (torque >= fitted[1] - FIT_EDGE)
@@ -314,18 +335,28 @@ class PrioritizedController:
             saturated,
             rate_limited,
             acceleration,
-            LazyReports(task_reports, self.levels, level_terms, achieved),
+            LazyReports(task_reports, self.levels, achieved),
             level_reports,
             contact_reports,
             residual,
             method,
-            () if self.joint_limits is None else self.joint_limits.names(limit_level),
+            () if limits is None else limits.names(limit_level),
             scale,
         )
 
     def _unforced(self, inverse_inertia, start, limit_level) -> np.ndarray:
         """q̈₀: the recursion without the user tasks (the saturated joints alone), `(nv,)`."""
-        return self._recursion(inverse_inertia, start, [], limit_level)[0]
+        return self._held(inverse_inertia, start, limit_level)[0]
+
+    def _held(
+        self, inverse_inertia, start, limit_level: JointLimitLevel | None
+    ) -> tuple[np.ndarray, LazyReports]:
+        """q̈ of a stack without task levels, the joints of `limit_level` held, and no reports."""
+        acceleration = start.copy()
+        if limit_level is not None:
+            threshold = self.singular_value_threshold
+            hold(inverse_inertia, acceleration, self._null_space, True, limit_level, threshold)
+        return acceleration, LazyReports(level_health, (), (), self._unsolved[:0])
 
     def _torque(self, state: RobotState, acceleration: np.ndarray, constraint):
         """τ = S (M q̈ + h − Aᵀf) `(n_act,)`, and the contact forces (None without contacts)."""
@@ -337,44 +368,3 @@ class PrioritizedController:
             )
             generalized_force -= constraint.T.dot(forces.forces)
         return generalized_force[self._actuated], forces
-
-    def _recursion(
-        self,
-        inverse_inertia: np.ndarray,
-        start: np.ndarray,
-        level_terms: list,
-        limit_level: JointLimitLevel | None,
-    ) -> tuple[np.ndarray, LazyReports]:
-        """q̈ `(nv,)` from the priority recursion of the module docstring, and each level's health.
-
-        One `level_step` call per level. `limit_level`, joints saturated at their limits, goes
-        above every user level (the multi-level saturation is `LevelSearch`'s).
-        """
-        acceleration, threshold = start.copy(), self.singular_value_threshold
-        null_space, step, law = self._null_space, level_step, LAW
-        # N = I above the first level (`first`): Jp = J, and the last level's N is unused.
-        first = True
-        if limit_level is not None:
-            first = hold(inverse_inertia, acceleration, null_space, True, limit_level, threshold)
-        last, stats = self._level_count - 1, self._unsolved.copy()
-        for index, (sqrt_weights, (_, jacobian, _, target)) in enumerate(
-            zip(self._sqrt_weights, level_terms)
-        ):
-            update = BLOCKING if index < last else KEEP
-            step(
-                jacobian,
-                target,
-                sqrt_weights,
-                inverse_inertia,
-                null_space,
-                first,
-                threshold,
-                1.0,
-                True,
-                update,
-                law,
-                acceleration,
-                stats[index],
-            )
-            first = False
-        return acceleration, LazyReports(level_health, self.levels, self._generic_ranks, stats)

@@ -49,6 +49,7 @@ from wbc_control.control.contacts import (
 from wbc_control.control.controller_types import (
     ControllerResult,
     Level,
+    StackedRows,
     TaskEntry,
     TaskReport,
     validate_weight,
@@ -64,6 +65,7 @@ class Stack(NamedTuple):
     key: StackKey
     contacts: tuple[Contact, ...]
     levels: tuple[Level, ...]
+    rows: StackedRows  # the levels' rows, stacked
     generic_ranks: tuple[int, ...]
     row_weights: np.ndarray  # (m,) of the force distribution, `contact_row_weights`
     cone_check: tuple[np.ndarray, np.ndarray]  # `cone_check_terms` of the contacts
@@ -109,12 +111,15 @@ def build_stack(
         if entry.name not in key.inactive and not held_by_contact(entry, contacts)
     ]
     priorities = sorted({entry.priority for entry in active})
+    grouped = [[entry for entry in active if entry.priority == p] for p in priorities]
+    rows = StackedRows([sum(entry.task.dim for entry in group) for group in grouped], robot.nv)
     levels = tuple(
-        Level(p, [entry for entry in active if entry.priority == p], robot.nv) for p in priorities
+        Level(p, group, robot.nv, rows.level(k))
+        for k, (p, group) in enumerate(zip(priorities, grouped))
     )
     ranks = sampled_generic_ranks(robot, levels, contacts)
     weights = contact_row_weights(contacts) if contacts else np.zeros(0)
-    return Stack(key, contacts, levels, ranks, weights, cone_check_terms(contacts))
+    return Stack(key, contacts, levels, rows, ranks, weights, cone_check_terms(contacts))
 
 
 class Stacks:
@@ -211,16 +216,15 @@ class Stacks:
         return tuple(level.sqrt_weights(weights) for level in stack.levels)
 
 
-def task_reports(
-    levels: Sequence[Level], level_terms: list, achieved: Sequence[np.ndarray]
-) -> tuple[TaskReport, ...]:
-    """Per-task error and achieved acceleration, from each level's J q̈ + J̇v `achieved`.
+def task_reports(levels: Sequence[Level], achieved: np.ndarray) -> tuple[TaskReport, ...]:
+    """Per-task error and achieved acceleration, from the stack's J q̈ + J̇v `achieved` `(R,)`.
 
     The reports own copies of the terms, which are buffers the controller's next tick overwrites.
     """
     reports = []
-    for level, (terms, *_), level_achieved in zip(levels, level_terms, achieved):
-        for entry, rows, term in zip(level.entries, level.slices, terms):
+    for level in levels:
+        level_achieved = achieved[level.rows]
+        for entry, rows, term in zip(level.entries, level.slices, level.terms):
             error = term.error.copy()
             reports.append(
                 TaskReport(

@@ -1,0 +1,121 @@
+"""A whole priority stack solved in one compiled call (numba), joint-limit search included.
+
+The levels' rows are stacked, highest level first: J `(R, nv)`, t = ẍ* − J̇v `(R,)` and √w
+`(R,)`, level k's rows `offsets[k]:offsets[k + 1]`. `solve_stack` runs the recursion of
+`wbc_control.control.prioritized_controller` (Khatib 1987; Sentis & Khatib 2005), one
+`level_step` per level; under joint limits, if its q̈ leaves a joint's acceleration bounds, the
+multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2) from the top: per level the search
+for its saturated set (`joint_limit_kernel.search_level`) and its settling (`settle_level`).
+
+One call for the stack rather than one or two per level from Python (the same calls in the same
+order on the same operands, so the same q̈ to the bit): at 2 to 5 levels each Python-level call
+cost about as much as a level's arithmetic. The readable reference of the search stays
+`JointLimits.saturate_levels` driven through `LevelSearch.try_set`;
+test/core/test_joint_limit_kernel.py holds the two equal.
+"""
+
+import numba
+from numba import boolean, float64, int64, types
+
+from wbc_control.control.joint_limit_kernel import search_level, settle_level, within_bounds
+from wbc_control.control.level_kernel import BLOCKING, KEEP, level_step
+
+_MATRIX = types.Array(float64, 2, 'A', readonly=True)
+_VECTOR = types.Array(float64, 1, 'A', readonly=True)
+_INDEX = types.Array(int64, 1, 'A', readonly=True)
+_LAW = types.UniTuple(float64, 5)
+_TOLERANCES = types.UniTuple(float64, 2)
+
+
+@numba.njit(
+    float64(
+        _MATRIX, _VECTOR, _MATRIX, _VECTOR, _VECTOR, _INDEX, float64, _LAW, boolean, _INDEX,
+        _VECTOR, _VECTOR, _TOLERANCES, float64[::1], float64[:, ::1], boolean[:, ::1],
+        float64[:, ::1], float64[::1], float64[:, ::1],
+    ),
+    cache=True,
+    nogil=True,
+)  # fmt: skip
+def solve_stack(
+    inverse_inertia,
+    start,
+    jacobian,
+    target,
+    sqrt_weights,
+    offsets,
+    threshold,
+    law,
+    limited,
+    joints,
+    lower,
+    upper,
+    tolerances,
+    acceleration,
+    null_space,
+    level_active,
+    level_values,
+    level_scales,
+    stats,
+):  # pragma: no cover - runs compiled
+    """q̈ of the stack; the joint-limit search if `limited` and the recursion leaves [a⁻, a⁺].
+
+    Args:
+        inverse_inertia: M⁻¹, or M† under contacts `(nv, nv)`.
+        start: q̈ before the first level `(nv,)`.
+        jacobian: the levels' stacked J `(R, nv)`.
+        target: their ẍ* − J̇v `(R,)`.
+        sqrt_weights: their √w per row `(R,)`.
+        offsets: level k's rows are offsets[k]:offsets[k + 1] `(levels + 1,)`.
+        threshold: ε of the task inertia.
+        law: `level_kernel.LAW`.
+        limited: enforce the joints' acceleration bounds (`lower`, `upper`).
+        joints: each actuated joint's velocity index `(n,)` (empty when not `limited`).
+        lower: a⁻ `(n,)`.
+        upper: a⁺ `(n,)`.
+        tolerances: (bound tolerance, level tolerance) of joint_limits.py.
+        acceleration: written with q̈ `(nv,)`.
+        null_space: N, scratch `(nv, nv)`.
+        level_active: row k written with the joints saturated just above level k, the last
+            row with all of them `(levels + 1, n)`; all False when nothing saturates.
+        level_values: their targets, where active `(levels + 1, n)`.
+        level_scales: each level's scale `(levels,)`.
+        stats: each level's (condition, rank, damped) `(levels, 3)`.
+
+    Returns the least level scale (1 when nothing saturates).
+    """
+    count = offsets.shape[0] - 1
+    acceleration[:] = start
+    level_active[:, :] = False
+    for k in range(count):
+        rows = slice(offsets[k], offsets[k + 1])
+        level_step(
+            jacobian[rows], target[rows], sqrt_weights[rows], inverse_inertia, null_space,
+            k == 0, threshold, 1.0, True, BLOCKING if k < count - 1 else KEEP, law,
+            acceleration, stats[k],
+        )  # fmt: skip
+        level_scales[k] = 1.0
+    if not limited or within_bounds(acceleration, joints, lower, upper, tolerances[0]):
+        return 1.0
+    acceleration[:] = start
+    held, values = level_active[count], level_values[count]
+    first, least = True, 1.0
+    for k in range(count):
+        rows = slice(offsets[k], offsets[k + 1])
+        level_jacobian, level_target = jacobian[rows], target[rows]
+        level_weights, active = sqrt_weights[rows], level_active[k]
+        scale = search_level(
+            inverse_inertia, acceleration, null_space, first, level_jacobian, level_target,
+            level_weights, threshold, law, joints, lower, upper, held, k == 0, tolerances,
+            active, level_values[k],
+        )  # fmt: skip
+        first = settle_level(
+            inverse_inertia, acceleration, null_space, first, joints, active, level_values[k],
+            level_jacobian, level_target, level_weights, threshold, scale,
+            BLOCKING if k < count - 1 else KEEP, law, stats[k],
+        )  # fmt: skip
+        level_scales[k], least = scale, min(least, scale)
+        # A joint is saturated at one level at most: those held above are not free below.
+        for i in range(active.shape[0]):
+            if active[i]:
+                held[i], values[i] = True, level_values[k, i]
+    return least
