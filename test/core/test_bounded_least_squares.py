@@ -104,8 +104,7 @@ def test_the_torque_fit_is_the_weighted_bounded_least_squares(seed):
         acceleration - width * rng.uniform(0.5, 3.0, 9),
         acceleration + width * rng.uniform(0.5, 3.0, 9),
     )
-    level = limits.saturated(held, acceleration)
-    fitted = limits.fit_torque(state, acceleration, level, torque_range, bounds)
+    fitted = limits.fit_torque(state, acceleration, held, torque_range, bounds)
     expected = reference_fit(state, acceleration, held, bounds, torque_range)
     np.testing.assert_allclose(fitted, expected, atol=1e-6 * np.abs(expected).max())
     torque = state.mass_matrix.dot(fitted) + state.nonlinear_effects

@@ -24,6 +24,7 @@ from wbc_control.control.level_kernel import KEEP, LAW
 from wbc_control.control.level_search import LevelSearch
 from wbc_control.control.prioritized_controller import SEARCH_TOLERANCES
 from wbc_control.control.stack_kernel import solve_stack
+from wbc_control.control.torque_limits import fits
 
 TOLERANCE = 1e-9
 STACKS = ('panda', 'panda_three_levels', 'talos', 'solo12')
@@ -243,15 +244,15 @@ def test_read_only_inputs_give_the_same_results():
         setattr(panda_limits, name, frozen(getattr(panda_limits, name)))
     panda_bounds = panda_limits.bounds(state)
     held = frozen(np.arange(panda.n_actuated) < 2)
-    level = panda_limits.saturated(np.arange(panda.n_actuated) < 2, np.zeros(panda.n_actuated))
-    level = level._replace(active=held)
     torque_range = (frozen(state.gravity - 1.0), frozen(state.gravity + 1.0))
     acceleration = frozen(np.full(panda.nv, 3.0))
-    fitted = panda_limits.fit_torque(state, acceleration, level, torque_range, panda_bounds)
+    fitted = panda_limits.fit_torque(state, acceleration, held, torque_range, panda_bounds)
     writable = JointLimits(panda).fit_torque(
-        state, np.full(panda.nv, 3.0), level._replace(active=np.array(held)),
-        tuple(map(np.array, torque_range)), panda_bounds,
+        state, np.full(panda.nv, 3.0), np.array(held), tuple(map(np.array, torque_range)),
+        panda_bounds,
     )  # fmt: skip
     np.testing.assert_array_equal(fitted, writable)
+    torque = state.mass_matrix.dot(fitted) + state.nonlinear_effects
+    assert fits(frozen(torque), *torque_range) == fits(torque, *map(np.array, torque_range))
     box = (np.diag([2.0, 4.0]), np.array([4.0, -8.0]), -np.ones(2), np.ones(2))
     np.testing.assert_array_equal(box_least_squares(*map(frozen, box)), [1.0, -1.0])

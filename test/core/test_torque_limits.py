@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from wbc_control.control.torque_limits import TorqueLimiter
+from wbc_control.control.torque_limits import TorqueLimiter, fits
 from wbc_control.exceptions import InvalidShape, InvalidValue
 
 
@@ -75,3 +75,12 @@ def test_the_window_is_what_the_next_command_can_reach():
     np.testing.assert_allclose(sent, [7.0, -3.0, 10.0])
     assert limiter.window(None) is None
     np.testing.assert_array_equal(limiter.bounds[1], [10.0, 10.0, 10.0])
+
+
+def test_fits_is_inclusive_and_false_for_a_nan():
+    lower, upper = np.array([-1.0, -2.0]), np.array([1.0, 2.0])
+    assert fits(np.array([1.0, -2.0]), lower, upper)  # on the edges
+    assert not fits(np.array([1.0 + 1e-12, 0.0]), lower, upper)
+    assert not fits(np.array([0.0, -2.5]), lower, upper)
+    assert not fits(np.array([np.nan, 0.0]), lower, upper)
+    assert fits(np.zeros(0), np.zeros(0), np.zeros(0))

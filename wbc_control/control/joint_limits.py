@@ -139,18 +139,25 @@ class JointLimits:
         self._v = robot.indices.v
         #: Each actuated joint's velocity index, `(n_act,)` int64 (for the compiled search).
         self.velocity_indices = np.asarray(robot.indices.v, dtype=np.int64)
+        # Each joint's entry of q: its position; for a continuous joint (no walls: its
+        # distance to them is inf at any finite position) the cosine, a finite stand-in.
+        self._q_positions = _position_entries(robot)
         self._rows = np.zeros((robot.n_actuated, robot.nv))  # (n_act, nv) eᵢᵀ
         self._rows[np.arange(robot.n_actuated), self._v] = 1.0
 
-    def bounds(self, state: RobotState) -> tuple[np.ndarray, np.ndarray]:
+    def bounds(
+        self, state: RobotState, out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(a⁻, a⁺), the acceleration bounds of every actuated joint, `(n_act,)` each.
 
         aᵢ⁺ = kd (v⁺(dᵢ) − q̇ᵢ) and symmetrically aᵢ⁻ (the module docstring), computed by the
-        compiled `joint_limit_kernel.acceleration_bounds`.
+        compiled `joint_limit_kernel.acceleration_bounds`; written into the rows of `out`
+        `(2, n_act)` if given.
         """
-        lower, upper = np.empty((2, self.velocity_indices.shape[0]))  # one allocation
+        size = self.velocity_indices.shape[0]
+        lower, upper = np.empty((2, size)) if out is None else out  # one allocation
         acceleration_bounds(
-            self.robot.joint_positions(state.q),
+            state.q[self._q_positions],
             state.v[self._v],
             self.lower_wall,
             self.upper_wall,
@@ -305,18 +312,19 @@ class JointLimits:
         self,
         state: RobotState,
         acceleration: np.ndarray,
-        level: JointLimitLevel | None,
+        held: np.ndarray | None,
         torque_range: tuple[np.ndarray, np.ndarray],
         bounds: tuple[np.ndarray, np.ndarray],
     ) -> np.ndarray:
         """The q̈ `(nv,)` nearest `acceleration` whose torque M q̈ + h lies in `torque_range`.
 
         A fully actuated fixed base only (nv = n_act). Nearest in the joints' accelerations,
-        the saturated joints of `level` and any joint the fit would drive out of its `bounds`
+        the saturated joints `held` `(n_act,)` bool (None: none) and any joint the fit would
+        drive out of its `bounds`
         (this state's (a⁻, a⁺) of `bounds`) weighed `HELD_WEIGHT` times as much, those at their
         bound (module docstring); one compiled call (`joint_limit_kernel.fitted_acceleration`).
         """
-        held = np.zeros(len(acceleration), dtype=bool) if level is None else level.active
+        held = np.zeros(len(acceleration), dtype=bool) if held is None else held
         return fitted_acceleration(
             state.inverse_mass_matrix,
             state.nonlinear_effects,
@@ -345,11 +353,18 @@ class JointLimits:
         target[added] = values[added]
         return JointLimitLevel(self._rows[active], target[active], active)
 
-    def names(self, level: JointLimitLevel | None) -> tuple[str, ...]:
-        """Names of the saturated joints, in actuated order."""
-        if level is None:
-            return ()
-        return tuple(self._name_array[level.active])
+    def names(self, active: np.ndarray) -> tuple[str, ...]:
+        """Names of the joints `active` `(n_act,)` bool, in actuated order."""
+        return tuple(self._name_array[active])
+
+
+def _position_entries(robot: RobotModel) -> np.ndarray:
+    """Each actuated joint's index in q `(n_act,)`: its position, or its cosine if continuous."""
+    entries = np.empty(robot.n_actuated, dtype=np.int64)
+    tables = robot.indices
+    entries[tables.linear_joints] = tables.q_linear
+    entries[tables.continuous_joints] = tables.q_cos
+    return entries
 
 
 def hold(

@@ -164,6 +164,7 @@ class PrioritizedController:
         self._none_limited.flags.writeable = False
         self._actuated = as_slice(robot.indices.v)
         self.joint_limits = joint_limits
+        self._bounds = np.empty((2, robot.n_actuated))  # the tick's (a⁻, a⁺)
         # A fully actuated fixed base: τ = M q̈ + h, which JointLimits.fit_torque needs.
         self._torque_affine = not robot.floating_base and robot.n_actuated == robot.nv
         # Per tick: a soft start's α scaling every ẍ*, the command's range (None: ± limits).
@@ -251,7 +252,7 @@ class PrioritizedController:
             result = results[0] if not others else blend_results(shares, results, contacts, mu)
         unlimited = result[1]
         switching.record(unlimited)
-        torque, saturated, rate_limited = self.limiter.apply(unlimited, dt)
+        torque, saturated, rate_limited = self.limiter.limit(unlimited, dt)
         # result[4:12] are the fields between the limiter's and the transition report.
         saturated |= result[2]  # the joints the controller itself held at the torque range
         rate_limited = rate_limited | result[3]
@@ -278,11 +279,11 @@ class PrioritizedController:
             write(state, buffers)
         rows, limits = self._rows, self.joint_limits
         target = np.subtract(rows.desired_acceleration, rows.drift, out=rows.target)  # ẍ* − J̇v
-        limit_level, scale, ramp, fitted, final = None, 1.0, self.task_ramp, None, None
+        held, scale, ramp, fitted, final = None, 1.0, self.task_ramp, None, None
         if limits is not None and ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
             target = ramp * target - (1.0 - ramp) * rows.drift
         acceleration, stats = np.empty(self.robot.nv), self._unsolved.copy()
-        bounds = self._unbounded if limits is None else limits.bounds(state)
+        bounds = self._unbounded if limits is None else limits.bounds(state, self._bounds)
         searched = limits is not None and self._level_count > 0
         scale = solve_stack(
             inverse_inertia, start, rows.jacobian, target, self._stacked_weights, rows.offsets,
@@ -291,9 +292,8 @@ class PrioritizedController:
             SEARCH_TOLERANCES, acceleration, self._null_space, *self._search, stats,
         )  # fmt: skip
         level_reports = LazyReports(level_health, self.levels, self._generic_ranks, stats)
-        if searched:
-            level_active, level_values, _ = self._search
-            limit_level = limits.saturated(level_active[-1], level_values[-1])
+        if searched and True in self._search[0][-1]:  # the saturated joints, a mask
+            held = self._search[0][-1]
         if limits is not None:
             unforced, base = partial(self._unforced, inverse_inertia, start), None
             if not searched and not limits.within(acceleration, bounds):  # no tasks: q̈₀ alone
@@ -301,6 +301,7 @@ class PrioritizedController:
                 limit_level, base, acceleration, level_reports, scale = limits.saturate(
                     bounds, recursion, unforced, (acceleration, level_reports)
                 )
+                held = None if limit_level is None else limit_level.active
             scaled = acceleration if base is None else base + scale * (acceleration - base)
             lower, upper = self.torque_bounds or self.limiter.bounds
             final = self._torque(state, scaled, constraint)
@@ -308,9 +309,9 @@ class PrioritizedController:
                 final = None
                 if constraint is None and self._torque_affine:  # τ = M q̈ + h: fit it
                     fitted = (lower, upper)
-                    scaled = limits.fit_torque(state, scaled, limit_level, fitted, bounds)
+                    scaled = limits.fit_torque(state, scaled, held, fitted, bounds)
                 else:
-                    base = unforced(limit_level) if base is None else base
+                    base = unforced(self._searched_level(searched)) if base is None else base
                     full_torque = self._torque(state, acceleration, constraint)[0]
                     base_torque = self._torque(state, base, constraint)[0]
                     scale = min(scale, task_scale(base_torque, full_torque, upper, lower))
@@ -340,8 +341,15 @@ class PrioritizedController:
             contact_reports,
             residual,
             method,
-            () if limits is None else limits.names(limit_level),
+            () if held is None else limits.names(held),
             scale,
+        )
+
+    def _searched_level(self, searched: bool) -> JointLimitLevel | None:
+        """The joints `solve_stack`'s search saturated, as rows and targets (None: none)."""
+        level_active, level_values, _ = self._search
+        return (
+            self.joint_limits.saturated(level_active[-1], level_values[-1]) if searched else None
         )
 
     def _unforced(self, inverse_inertia, start, limit_level) -> np.ndarray:

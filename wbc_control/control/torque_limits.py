@@ -2,12 +2,14 @@
 
 from typing import NamedTuple
 
+import numba
+from numba import boolean, float64, types
 import numpy as np
 import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
 
-_ALL = np.logical_and.reduce
+_VECTOR = types.Array(float64, 1, 'A', readonly=True)
 
 
 class LimitedTorque(NamedTuple):
@@ -33,6 +35,8 @@ class TorqueLimiter:
         rate = np.full(size, np.inf) if rate_limits is None else rate_limits
         self.rate_limits = self._validated(rate, 'torque rate limits', size)
         self._lower_limits = -self.effort_limits
+        #: (lower, upper): ± the effort limits, `(n,)` each.
+        self.bounds = (self._lower_limits, self.effort_limits)
         self._previous: np.ndarray | None = None
         self._none_rate_limited = np.zeros(size, dtype=bool)  # shared: read-only
         self._none_rate_limited.flags.writeable = False
@@ -50,11 +54,6 @@ class TorqueLimiter:
         """Forget the previous command (the next one is not rate limited)."""
         self._previous = None
 
-    @property
-    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper): ± the effort limits, `(n,)` each."""
-        return self._lower_limits, self.effort_limits
-
     def window(self, dt: float | None) -> tuple[np.ndarray, np.ndarray] | None:
         """(lower, upper), the range `apply` lets the next command take `dt` s on, `(n,)` each.
 
@@ -69,6 +68,12 @@ class TorqueLimiter:
 
     def apply(self, torque: np.ndarray, dt: float | None = None) -> LimitedTorque:
         """Limit `torque`; `dt` (s) since the previous command enables the rate limit."""
+        return LimitedTorque(*self.limit(torque, dt))
+
+    def limit(
+        self, torque: np.ndarray, dt: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`apply`'s fields as a plain tuple (what the controller's tick unpacks at once)."""
         # np.clip, without its wrapper's overhead on these short vectors.
         limited = np.minimum(torque, self.effort_limits)
         np.maximum(limited, self._lower_limits, out=limited)
@@ -80,13 +85,19 @@ class TorqueLimiter:
             rate_limited = (limited < low) | (limited > high)
             np.clip(limited, low, high, out=limited)
         self._previous = limited.copy()
-        return LimitedTorque(limited, saturated, rate_limited)
+        return limited, saturated, rate_limited
 
 
-def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:
-    """Whether lower ≤ τ ≤ upper on every joint (all `(n,)`)."""
-    # The ufuncs' own reductions: `.all()` costs two more Python-level calls each.
-    return bool(_ALL(torque <= upper) and _ALL(torque >= lower))
+@numba.njit(boolean(_VECTOR, _VECTOR, _VECTOR), cache=True, nogil=True)
+def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:  # pragma: no cover
+    """Whether lower ≤ τ ≤ upper on every joint (all `(n,)`); False for a NaN.
+
+    Compiled: one call per tick where two comparisons and their reductions made five.
+    """
+    for i in range(torque.shape[0]):
+        if not (lower[i] <= torque[i] <= upper[i]):
+            return False
+    return True
 
 
 def task_scale(

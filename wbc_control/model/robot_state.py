@@ -22,8 +22,6 @@ M and h are views of Pinocchio's `Data`, not copies. On first use in a tick, and
 Tasks read from it; they never call Pinocchio algorithms that redo the kinematics.
 """
 
-import math
-
 import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
@@ -36,8 +34,12 @@ LOCAL_WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
 # Resolved once: the scipy wrappers (cho_factor / cho_solve) cost more than the factorisation
 # of a robot-sized M.
-_POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
+_POTRF, _POTRS, _POSV = get_lapack_funcs(('potrf', 'potrs', 'posv'), (np.zeros((1, 1)),))
 _SUM = np.add.reduce  # `ndarray.sum` adds a Python wrapper to each call
+_NOT_POSITIVE_DEFINITE = (
+    'the joint-space inertia matrix is not positive definite (massless subtree without a '
+    'constraint?)'
+)
 
 
 class RobotState:
@@ -82,7 +84,9 @@ class RobotState:
             )
         # A sum is finite exactly when every entry is (barring overflow past 1e306, far beyond
         # any joint state); one reduction per vector instead of an elementwise test and `all`.
-        if not math.isfinite(_SUM(q) + _SUM(v)):
+        # x − x is 0 for a finite x and NaN for ±inf and NaN (math.isfinite, without a call).
+        total = _SUM(q) + _SUM(v)
+        if not total - total == 0.0:
             raise InvalidValue('q or v has non-finite entries')
         self.q[:] = q
         self.v[:] = v
@@ -102,10 +106,7 @@ class RobotState:
         if self._cholesky is None:
             factor, info = _POTRF(self.mass_matrix, lower=False, clean=False)
             if info != 0:
-                raise InvalidValue(
-                    'the joint-space inertia matrix is not positive definite (massless '
-                    'subtree without a constraint?)'
-                )
+                raise InvalidValue(_NOT_POSITIVE_DEFINITE)
             self._cholesky = factor
         return self._cholesky, False
 
@@ -124,10 +125,15 @@ class RobotState:
             InvalidValue: M is not positive definite.
         """
         if self._inverse is None:
-            factor = self._cholesky
-            if factor is None:
-                factor = self.mass_matrix_cholesky[0]
-            self._inverse = _POTRS(factor, self._identity, lower=False)[0]
+            if (
+                self._cholesky is None
+            ):  # factor and M⁻¹ in one LAPACK call: dposv = dpotrf + dpotrs
+                factor, inverse, info = _POSV(self.mass_matrix, self._identity, lower=False)
+                if info != 0:
+                    raise InvalidValue(_NOT_POSITIVE_DEFINITE)
+                self._cholesky, self._inverse = factor, inverse
+            else:
+                self._inverse = _POTRS(self._cholesky, self._identity, lower=False)[0]
         return self._inverse
 
     @property
