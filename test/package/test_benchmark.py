@@ -92,6 +92,9 @@ def test_call_count_is_a_figure_noise_cannot_move():
     # A whole number of calls over the run; not necessarily per tick: near a singularity a
     # level takes the kinematic-damping branch, which a few of the random samples reach.
     assert first['total'] * ticks == pytest.approx(round(first['total'] * ticks), abs=1e-6)
+    # The harness adds the tick call and nothing else: from tick.py, the tick and its four
+    # calls (configuration, velocity, state update, controller).
+    assert first['by_module']['wbc_control/benchmark/tick.py'] == pytest.approx(5.0)
 
 
 @pytest.mark.parametrize('build', [panda_scenario, talos_scenario])

@@ -133,16 +133,17 @@ def count_calls(scenario: Scenario, ticks: int = CALL_COUNT_TICKS, seed: int = 1
     callers: dict[str, int] = {}
 
     def profile(frame, event, argument) -> None:
-        if event in counts:
+        if event in counts and argument is not sys.setprofile:  # not the harness's own
             counts[event] += 1
             caller = frame.f_back if event == 'call' else frame
             name = caller.f_code.co_filename if caller is not None else ''
             callers[name] = callers.get(name, 0) + 1
 
+    batch = [samples[index % len(samples)] for index in range(ticks)]  # not counted
     sys.setprofile(profile)
     try:
-        for index in range(ticks):
-            tick(samples[index % len(samples)])
+        for sample in batch:
+            tick(sample)
     finally:
         sys.setprofile(None)
     python, c = counts['call'] / ticks, counts['c_call'] / ticks
