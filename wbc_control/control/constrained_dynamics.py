@@ -26,6 +26,7 @@ import numpy.typing as npt
 from scipy.linalg import LinAlgError, LinAlgWarning, cho_factor, cho_solve, lu_factor, lu_solve
 from scipy.linalg.lapack import get_lapack_funcs
 
+from wbc_control.control.contact_kernel import schur_terms
 from wbc_control.exceptions import InvalidShape, InvalidValue, SingularConstraint
 from wbc_control.model.robot_state import RobotState
 
@@ -43,8 +44,6 @@ SINGULAR_RCOND = 1e-12
 SYMMETRY_RTOL = 1e-8
 
 _METHODS = ('auto', 'schur', 'block_lu')
-_POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
-_IDENTITIES: dict[int, np.ndarray] = {}  # I_m by size, for the Delassus inverse
 
 
 @dataclass(frozen=True)
@@ -355,7 +354,8 @@ def schur_dagger_terms(
         A†ᵀ = X D⁻¹ (eq 7),   M† = M⁻¹ − A†ᵀ Xᵀ (eq 6)
 
     These are the terms `dagger_terms` computes on its 'schur' path; this one reuses the M⁻¹
-    that `RobotState` forms once per tick from its Cholesky factor. It declines (returns None)
+    that `RobotState` forms once per tick from its Cholesky factor, and computes the rest in one
+    compiled call (`contact_kernel.schur_terms`). It declines (returns None)
     unless M and D are positive definite and provably well conditioned,
     κ₂ ≤ 1 / `SCHUR_MIN_RCOND`, where forming M⁻¹ keeps enough digits: the caller then uses
     the block matrix. The proof is the bound κ₂(S) ≤ tr(S) tr(S⁻¹) of a symmetric positive
@@ -372,20 +372,8 @@ def schur_dagger_terms(
         inverse_mass = state.inverse_mass_matrix  # (nv, nv) M⁻¹
     except InvalidValue:  # M is not positive definite
         return None
-    # κ₂ ≤ tr(S) tr(S⁻¹) ≤ 1 / SCHUR_MIN_RCOND for S = M and S = D (written out: per tick).
-    if not float(state.mass_matrix.trace()) * float(inverse_mass.trace()) * SCHUR_MIN_RCOND <= 1.0:
-        return None
-    inverse_mass_at = inverse_mass.dot(constraint.T)  # (nv, m) X = M⁻¹Aᵀ
-    delassus = constraint.dot(inverse_mass_at)  # (m, m) D
-    delassus_factor, info = _POTRF(delassus, lower=False, clean=False)
-    if info != 0:
-        return None
-    size = delassus.shape[0]
-    identity = _IDENTITIES.get(size)
-    if identity is None:
-        identity = _IDENTITIES[size] = np.eye(size)
-    inverse_delassus = _POTRS(delassus_factor, identity, lower=False)[0]
-    if not float(delassus.trace()) * float(inverse_delassus.trace()) * SCHUR_MIN_RCOND <= 1.0:
-        return None
-    a_dagger_t = inverse_mass_at.dot(inverse_delassus)  # (nv, m)
-    return inverse_mass - a_dagger_t.dot(inverse_mass_at.T), a_dagger_t, 'schur'
+    # X, D, the Cholesky factor of D and both condition bounds in one compiled call.
+    done, m_dagger, a_dagger_t = schur_terms(
+        state.mass_matrix, inverse_mass, constraint, SCHUR_MIN_RCOND
+    )
+    return (m_dagger, a_dagger_t, 'schur') if done else None

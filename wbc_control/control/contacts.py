@@ -31,6 +31,7 @@ import numpy.typing as npt
 from scipy.linalg import get_lapack_funcs
 
 from wbc_control.control.constrained_dynamics import dagger_terms, schur_dagger_terms
+from wbc_control.control.contact_kernel import base_forces
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -182,9 +183,22 @@ def base_contact_forces(
     min Σ f_i² / w_i: f = W^½ (A_bᵀ W^½)⁺ (M q̈ + h)_b. A row of share 0 carries no force;
     as a share falls to 0 its force does too, continuously, while the other contacts span the
     base wrench (the load transfer of `wbc_control.control.contact_transitions`).
+
+    Where the normal equations are well conditioned, one compiled call
+    (`contact_kernel.base_forces`); else `minimum_norm_solution`'s least squares.
     """
+    rows = constraint_jacobian.shape[0]
     if base_nv == 0:
-        return ContactForces(np.zeros(constraint_jacobian.shape[0]), 0.0)
+        return ContactForces(np.zeros(rows), 0.0)
+    forces = np.empty(rows)
+    shares = np.ones(rows) if load_shares is None else load_shares
+    residual = base_forces(
+        constraint_jacobian, generalized_force, base_nv, shares, NORMAL_EQUATIONS_MAX_CONDITION,
+        forces,
+    )  # fmt: skip
+    if residual != -1.0:  # the normal equations, compiled (a NaN input gives NaN forces)
+        return ContactForces(forces, residual)
+    # Rank loss or an ill-conditioned G: the minimum-norm least-squares solution.
     base_columns = constraint_jacobian[:, :base_nv].T  # (base_nv, m)
     target = generalized_force[:base_nv]
     if load_shares is None:

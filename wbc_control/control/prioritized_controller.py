@@ -297,7 +297,7 @@ class PrioritizedController:
         if limits is not None:
             unforced, base = partial(self._unforced, inverse_inertia, start), None
             if not searched and not limits.within(acceleration, bounds):  # no tasks: q̈₀ alone
-                recursion = partial(self._held, inverse_inertia, start)
+                recursion = partial(self._limits_alone, inverse_inertia, start)
                 limit_level, base, acceleration, level_reports, scale = limits.saturate(
                     bounds, recursion, unforced, (acceleration, level_reports)
                 )
@@ -354,9 +354,9 @@ class PrioritizedController:
 
     def _unforced(self, inverse_inertia, start, limit_level) -> np.ndarray:
         """q̈₀: the recursion without the user tasks (the saturated joints alone), `(nv,)`."""
-        return self._held(inverse_inertia, start, limit_level)[0]
+        return self._limits_alone(inverse_inertia, start, limit_level)[0]
 
-    def _held(
+    def _limits_alone(
         self, inverse_inertia, start, limit_level: JointLimitLevel | None
     ) -> tuple[np.ndarray, LazyReports]:
         """q̈ of a stack without task levels, the joints of `limit_level` held, and no reports."""

@@ -1,0 +1,202 @@
+"""The contact path's per-tick algebra as compiled calls (numba).
+
+`schur_terms` forms M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7) from the
+tick's M⁻¹, `base_forces` the contact forces that balance the base rows by the weighted normal
+equations (Golub & Van Loan 2013, sec 5.6). Each declines, and the caller takes its numpy path
+(the block matrix, `lstsq`), where the factorisation would lose digits: when a matrix is not
+positive definite or its condition bound κ₂(S) ≤ tr(S) tr(S⁻¹) is too large. In numpy each
+was about fifteen operations of 1-3 µs on these small matrices; here each is one call.
+
+`constrained_dynamics.schur_dagger_terms` and `contacts.base_contact_forces` call them;
+test/core/test_contact_kernel.py holds them to the block matrix and to `lstsq`. Compiled for
+explicit signatures when imported, from numba's on-disk cache after the first time.
+"""
+
+import math
+import warnings
+
+import numba
+from numba import boolean, float64, int64, types
+from numba.core.errors import NumbaPerformanceWarning
+import numpy as np
+
+_MATRIX = types.Array(float64, 2, 'A', readonly=True)
+_VECTOR = types.Array(float64, 1, 'A', readonly=True)
+
+
+@numba.njit(cache=True, nogil=True)
+def _cholesky(matrix):  # pragma: no cover - runs compiled
+    """L of S = L Lᵀ (lower, column by column); None if S is not numerically PD.
+
+    A pivot that is not > 0 (NaN included) means S is not numerically positive definite.
+    """
+    size = matrix.shape[0]
+    lower = np.zeros((size, size))
+    for j in range(size):
+        pivot = matrix[j, j]
+        for k in range(j):
+            pivot -= lower[j, k] * lower[j, k]
+        if not pivot > 0.0:
+            return None
+        lower[j, j] = math.sqrt(pivot)
+        for i in range(j + 1, size):
+            total = matrix[i, j]
+            for k in range(j):
+                total -= lower[i, k] * lower[j, k]
+            lower[i, j] = total / lower[j, j]
+    return lower
+
+
+@numba.njit(cache=True, nogil=True)
+def _inverse_factor(lower):  # pragma: no cover - runs compiled
+    """Y = L⁻¹ (lower triangular) by forward substitution; S⁻¹ = Yᵀ Y, tr(S⁻¹) = Σ Y²."""
+    size = lower.shape[0]
+    inverse = np.zeros((size, size))
+    for j in range(size):
+        inverse[j, j] = 1.0 / lower[j, j]
+        for i in range(j + 1, size):
+            total = 0.0
+            for k in range(j, i):
+                total -= lower[i, k] * inverse[k, j]
+            inverse[i, j] = total / lower[i, i]
+    return inverse
+
+
+@numba.njit(cache=True, nogil=True)
+def _gram_of_columns(factor):  # pragma: no cover - runs compiled
+    """Yᵀ Y `(n, n)` of a square Y (S⁻¹ from Y = L⁻¹)."""
+    size = factor.shape[0]
+    product = np.empty((size, size))
+    for a in range(size):
+        for b in range(a, size):
+            total = 0.0
+            for k in range(b, size):
+                total += factor[k, a] * factor[k, b]
+            product[a, b] = total
+            product[b, a] = total
+    return product
+
+
+@numba.njit(cache=True, nogil=True)
+def _cholesky_solve(lower, rhs):  # pragma: no cover - runs compiled
+    """The solution x of L Lᵀ x = rhs: forward, then back substitution."""
+    size = lower.shape[0]
+    x = np.empty(size)
+    for i in range(size):
+        total = rhs[i]
+        for k in range(i):
+            total -= lower[i, k] * x[k]
+        x[i] = total / lower[i, i]
+    for i in range(size - 1, -1, -1):
+        total = x[i]
+        for k in range(i + 1, size):
+            total -= lower[k, i] * x[k]
+        x[i] = total / lower[i, i]
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _squared_sum(matrix):  # pragma: no cover - runs compiled
+    total = 0.0
+    for i in range(matrix.shape[0]):
+        for j in range(matrix.shape[1]):
+            total += matrix[i, j] * matrix[i, j]
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _trace(matrix):  # pragma: no cover - runs compiled
+    total = 0.0
+    for i in range(matrix.shape[0]):
+        total += matrix[i, i]
+    return total
+
+
+_SCHUR_SIGNATURE = types.Tuple((boolean, float64[:, ::1], float64[:, ::1]))(
+    _MATRIX, _MATRIX, _MATRIX, float64
+)
+
+
+def _schur_terms(mass, inverse_mass, constraint, min_rcond):  # pragma: no cover - runs compiled
+    """(done, M†, A†ᵀ) by the Schur complement of M (Johnson 2024, eqs 6-7).
+
+    With X = M⁻¹Aᵀ and the Delassus matrix D = A M⁻¹ Aᵀ: A†ᵀ = X D⁻¹ (eq 7), M† = M⁻¹ − A†ᵀ Xᵀ
+    (eq 6). Declines (done False, empty arrays) unless M and D are positive definite with
+    tr(S) tr(S⁻¹) ≤ 1 / `min_rcond`, the proof that κ₂(S) is small enough for M⁻¹ and D⁻¹.
+
+    Args:
+        mass: M `(nv, nv)`.
+        inverse_mass: M⁻¹ `(nv, nv)`, the tick's.
+        constraint: A `(m, nv)`.
+        min_rcond: the least reciprocal condition number accepted.
+    """
+    declined = np.empty((0, 0))
+    if not _trace(mass) * _trace(inverse_mass) * min_rcond <= 1.0:
+        return False, declined, declined
+    inverse_mass_at = np.dot(inverse_mass, constraint.T)  # (nv, m) X
+    delassus = np.dot(constraint, inverse_mass_at)  # (m, m) D
+    lower = _cholesky(delassus)
+    if lower is None:
+        return False, declined, declined
+    inverse_factor = _inverse_factor(lower)
+    if not _trace(delassus) * _squared_sum(inverse_factor) * min_rcond <= 1.0:
+        return False, declined, declined
+    inverse_delassus = _gram_of_columns(inverse_factor)  # D⁻¹ = L⁻ᵀ L⁻¹
+    a_dagger_t = np.dot(inverse_mass_at, inverse_delassus)  # (nv, m)
+    m_dagger = inverse_mass - np.dot(a_dagger_t, inverse_mass_at.T)
+    return True, m_dagger, np.ascontiguousarray(a_dagger_t)
+
+
+with warnings.catch_warnings():
+    # M⁻¹ from LAPACK and M from Pinocchio are column-major: np.dot takes either order.
+    warnings.simplefilter('ignore', NumbaPerformanceWarning)
+    schur_terms = numba.njit(_SCHUR_SIGNATURE, cache=True, nogil=True)(_schur_terms)
+
+
+@numba.njit(
+    float64(_MATRIX, _VECTOR, int64, _VECTOR, float64, float64[::1]), cache=True, nogil=True
+)  # fmt: skip
+def base_forces(
+    constraint, generalized_force, base_nv, shares, max_condition, forces
+):  # pragma: no cover - runs compiled
+    """Write the weighted minimum-norm f with A_bᵀ f = (M q̈ + h)_b; return ‖A_bᵀ f − t‖.
+
+    f = W^½ Bᵀ (B Bᵀ)⁻¹ t with B = A_bᵀ W^½ (`contacts.base_contact_forces`), from the
+    Cholesky factor of the normal equations G = B Bᵀ `(base_nv, base_nv)`. Returns −1 (f not
+    written) when G is not positive definite or tr(G) tr(G⁻¹) > `max_condition`: the caller
+    then takes the minimum-norm least-squares solution.
+
+    Args:
+        constraint: A `(m, nv)`; its first `base_nv` columns are A_b.
+        generalized_force: M q̈ + h `(nv,)`; its first `base_nv` entries are t.
+        base_nv: the base's velocity dimension.
+        shares: w `(m,)`, each row's load share weight (≥ 0).
+        max_condition: the largest κ₂(G) bound accepted.
+        forces: f `(m,)`, written.
+    """
+    rows = constraint.shape[0]
+    scale = np.sqrt(shares)
+    gram = np.empty((base_nv, base_nv))
+    for a in range(base_nv):
+        for b in range(a, base_nv):
+            total = 0.0
+            for j in range(rows):
+                total += constraint[j, a] * constraint[j, b] * shares[j]
+            gram[a, b] = total
+            gram[b, a] = total
+    lower = _cholesky(gram)
+    if lower is None or not _trace(gram) * _squared_sum(_inverse_factor(lower)) <= max_condition:
+        return -1.0
+    multipliers = _cholesky_solve(lower, generalized_force[:base_nv])  # G⁻¹ t
+    for j in range(rows):
+        total = 0.0
+        for a in range(base_nv):
+            total += constraint[j, a] * scale[j] * multipliers[a]
+        forces[j] = scale[j] * total
+    residual = 0.0
+    for a in range(base_nv):
+        error = -generalized_force[a]
+        for j in range(rows):
+            error += constraint[j, a] * forces[j]
+        residual += error * error
+    return math.sqrt(residual)
