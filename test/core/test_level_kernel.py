@@ -294,6 +294,57 @@ def test_level_steps_give_the_reference_acceleration_and_null_space(name):
         assert stats[:, 1:].tolist() == [[i.rank, i.damped] for i in inertias]
 
 
+def reference_null_space(inverse_inertia, levels, threshold):
+    """N after every level of `levels`, each taking M⁻¹Jpᵀ Λ_N Jp, by the numpy reference."""
+    null_space = None
+    for jacobian, _, sqrt_weights in levels:
+        projected, inverse_jt, mobility = projected_terms(
+            jacobian, null_space, inverse_inertia.dot
+        )
+        inertia = regularized_task_inertia(
+            projected.dot(inverse_jt), sqrt_weights, threshold, mobility, projected, True
+        )
+        used = inverse_jt.dot(inertia.blocking).dot(projected)
+        null_space = (
+            np.eye(len(inverse_inertia)) - used if null_space is None else null_space - used
+        )
+    return null_space
+
+
+@pytest.mark.parametrize(
+    'rows',
+    [
+        [[0, 0, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 0]],  # a selection
+        [[0, 0, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 1]],  # two ones in a row: a dense product
+        [[0, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0]],  # a zero row
+        [[0, 0, -1, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0]],  # −1: not a selection
+    ],
+)
+def test_a_selection_level_gives_the_reference_acceleration_and_null_space(rows):
+    """A level whose rows are rows of the identity (a posture, held joints) is taken by index.
+
+    As the top level and below a dense one: q̈ and N as the numpy reference computes them by
+    products, and the same for the rows that are not a selection (the dense products).
+    """
+    rng = np.random.default_rng(len(rows) + int(np.sum(rows)))
+    root = rng.standard_normal((7, 7))
+    inverse_inertia = np.linalg.inv(root @ root.T + 7 * np.eye(7))
+    top = (rng.standard_normal((2, 7)), rng.standard_normal(2), np.ones(2))
+    level = (np.array(rows, dtype=float), rng.standard_normal(len(rows)), np.ones(len(rows)))
+    for levels in ([level], [top, level]):
+        expected, _ = reference_recursion(inverse_inertia, np.zeros(7), levels, 1e-3)
+        expected_null_space = reference_null_space(inverse_inertia, levels, 1e-3)
+        acceleration, null_space = np.zeros(7), np.full((7, 7), np.nan)
+        stats = np.empty((len(levels), 3))
+        for index, (jacobian, target, weights) in enumerate(levels):
+            level_step(
+                jacobian, target, weights, inverse_inertia, null_space, index == 0, 1e-3, 1.0,
+                True, BLOCKING, LAW, acceleration, stats[index],
+            )  # fmt: skip
+        assert close(acceleration, expected)
+        assert close(null_space, expected_null_space)
+
+
 @pytest.mark.parametrize('name', ROBOTS)
 def test_controller_torques_equal_the_reference_recursion(name):
     control = controller(name)

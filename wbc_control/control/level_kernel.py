@@ -67,6 +67,30 @@ def _compiled(signature):
 
 
 @numba.njit(cache=True, nogil=True)
+def _selected_columns(jacobian):  # pragma: no cover - runs compiled
+    """Each row's column if J is a selection (rows of the identity: a posture, held joints).
+
+    Else an empty array. Products with a selection are exact copies (x · 1 + Σ y · 0 = x), so
+    taking them by index gives the same numbers as the products, at no arithmetic.
+    """
+    size, nv = jacobian.shape
+    none = np.empty(0, dtype=np.int64)
+    columns = np.empty(size, dtype=np.int64)
+    for i in range(size):
+        column = -1
+        for k in range(nv):
+            value = jacobian[i, k]
+            if value == 1.0 and column < 0:
+                column = k
+            elif value != 0.0:
+                return none
+        if column < 0:
+            return none
+        columns[i] = column
+    return columns
+
+
+@numba.njit(cache=True, nogil=True)
 def _gain_matrix(scaled_vectors, gains, out):  # pragma: no cover - runs compiled
     """Write Wᵀ diag(gains) W into `out` `(m, m)`."""
     size = gains.shape[0]
@@ -251,19 +275,34 @@ def level_step(
         acceleration: q̈ `(nv,)`, updated.
         stats: written with (condition number, rank, damped) `(3,)`.
     """
-    size = jacobian.shape[0]
-    inverse_inertia_jt = np.dot(inverse_inertia, jacobian.T)  # (nv, m) M⁻¹Jᵀ
+    size, nv = jacobian.shape
+    columns = _selected_columns(jacobian)
+    selection = size > 0 and columns.shape[0] == size
+    if selection:  # M⁻¹Jᵀ: columns of M⁻¹
+        inverse_inertia_jt = np.empty((nv, size))
+        for a in range(nv):
+            for i in range(size):
+                inverse_inertia_jt[a, i] = inverse_inertia[a, columns[i]]
+    else:
+        inverse_inertia_jt = np.dot(inverse_inertia, jacobian.T)  # (nv, m) M⁻¹Jᵀ
     if first:
         projected = jacobian
         projected_inverse = inverse_inertia_jt
     else:
-        projected = np.dot(jacobian, null_space)
+        if selection:  # J N: rows of N
+            projected = np.empty((size, nv))
+            for i in range(size):
+                projected[i, :] = null_space[columns[i], :]
+        else:
+            projected = np.dot(jacobian, null_space)
         projected_inverse = np.dot(null_space, inverse_inertia_jt)  # M⁻¹Jpᵀ = N M⁻¹Jᵀ
     phi = np.dot(projected, projected_inverse)
     mobility = np.empty(size)
     for i in range(size):
         if first:
             mobility[i] = phi[i, i]
+        elif selection:
+            mobility[i] = inverse_inertia[columns[i], columns[i]]
         else:
             mobility[i] = np.dot(jacobian[i], inverse_inertia_jt[:, i])
     inertia = np.empty((size, size))
@@ -281,7 +320,13 @@ def level_step(
         blocking,
     )
     consistent_inverse = np.dot(projected_inverse, inertia)  # (nv, m) J̄
-    correction = np.dot(consistent_inverse, target - np.dot(jacobian, acceleration))
+    if selection:
+        achieved = np.empty(size)
+        for i in range(size):
+            achieved[i] = acceleration[columns[i]]
+    else:
+        achieved = np.dot(jacobian, acceleration)
+    correction = np.dot(consistent_inverse, target - achieved)
     for k in range(acceleration.shape[0]):
         acceleration[k] += scale * correction[k]
     if null_update == KEEP:
@@ -289,7 +334,6 @@ def level_step(
     if null_update == BLOCKING:
         consistent_inverse = np.dot(projected_inverse, blocking)
     used = np.dot(consistent_inverse, projected)
-    nv = null_space.shape[0]
     for a in range(nv):
         for b in range(nv):
             if first:
