@@ -4,13 +4,18 @@ A stop signal during start-up abandons it by a KeyboardInterrupt; raised inside 
 (a ``__del__``, e.g. of a logger freed while a start-up error unwinds, when ``ros2 launch``
 stops a node because another failed to start) Python would print the interrupt as ignored,
 with a traceback, and go on: the handler keeps the stop for `run_node` to act on instead.
-Once the executor spins the handler raises nothing (rclpy's own handler ends the spin).
+Once the executor spins the handler raises nothing (rclpy's own handler ends the spin). A
+shutdown that hangs is ended by the handler's deadline, which says where each thread was.
 """
 
 from collections.abc import Iterator
 import faulthandler
+import os
 import signal
+import subprocess
 import sys
+import textwrap
+import time
 
 import pytest
 
@@ -53,3 +58,35 @@ def test_a_stop_while_spinning_raises_nothing(signals):
     signals.spinning = True
     signals._on_signal(signal.SIGINT, sys._getframe())
     assert signals.stopping
+
+
+HANGING_SHUTDOWN = textwrap.dedent(
+    """
+    import os, signal, time
+    from wbc_control.ros import runtime
+
+    def a_shutdown_that_hangs():
+        time.sleep(30.0)
+
+    signals = runtime._StopSignals()
+    signals.spinning = True
+    os.kill(os.getpid(), signal.SIGINT)
+    a_shutdown_that_hangs()
+    """
+)
+
+
+def test_a_hanging_shutdown_is_ended_at_the_deadline_with_every_threads_stack():
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, '-c', HANGING_SHUTDOWN],
+        capture_output=True,
+        text=True,
+        timeout=30.0,
+        env={**os.environ, 'PYTHONFAULTHANDLER': ''},
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr  # the forced exit is a requested stop
+    assert 'forcing the exit' in done.stderr
+    assert 'a_shutdown_that_hangs' in done.stderr, done.stderr  # where it hung
+    assert runtime.STOP_DEADLINE_S <= elapsed < runtime.STOP_DEADLINE_S + 20.0

@@ -182,9 +182,13 @@ STOP_DEADLINE_S = 3.0
 
 
 def _force_exit() -> None:
+    """End the process, saying so and where every thread was (to find what hung)."""
     sys.stderr.write(
-        f'did not stop within {STOP_DEADLINE_S:g} s of the stop signal: forcing the exit\n'
+        f'did not stop within {STOP_DEADLINE_S:g} s of the stop signal: forcing the exit; '
+        'where each thread was:\n'
     )
+    sys.stderr.flush()
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
     sys.stderr.flush()
     os._exit(0)
 
@@ -235,9 +239,10 @@ class _StopSignals:
         """A stop signal must end the process even if the shutdown hangs.
 
         A normal shutdown takes well under 1 s. Later signals are ignored (above), so a hang in
-        the shutdown (seen once in a loaded launch test on Jazzy, cause not yet found) would
-        otherwise last until SIGKILL; a daemon thread ends the process after
-        :data:`STOP_DEADLINE_S` instead, saying so. That thread needs the GIL: should a call
+        the shutdown (seen in loaded launch tests on Jazzy, wbc_diagnostics on 2026-11-24;
+        cause not yet found) would otherwise last until SIGKILL; a daemon thread ends the
+        process after :data:`STOP_DEADLINE_S` instead, saying so and printing every thread's
+        stack. That thread needs the GIL: should a call
         hold it through the deadline (an idle wbc_diagnostics once took 10 s to exit, blocked,
         and the timer never ran), faulthandler's own thread, which needs no GIL, prints every
         thread's stack 0.5 s later and ends the process with exit code 1.
