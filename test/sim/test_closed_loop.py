@@ -38,6 +38,9 @@ class PandaLoop:
                 'urdf_path': urdf,
                 'lockstep': True,
                 'real_time_factor': 0.0,  # as fast as the controller answers
+                # The first state waits for this probe and the controller: sent before the
+                # controller listens, it is answered by the controller's start-up safe command.
+                'lockstep_subscribers': 2,
                 'control_period': CONTROL_PERIOD_S,
                 'initial_positions': READY,
                 'command_joints': ARM,
