@@ -185,8 +185,7 @@ class PrioritizedController:
     def set_weight(self, name: str, weight: float) -> None:
         """Change a task's weight within its level (validated; on error nothing changes)."""
         self.stacks.set_weight(name, weight)
-        self._sqrt_weights = self.stacks.sqrt_weights(self._key)
-        self._stacked_weights = np.concatenate((np.zeros(0), *self._sqrt_weights))
+        self._use_weights(self._key)
 
     @property
     def switching(self) -> StackSwitcher:
@@ -210,7 +209,7 @@ class PrioritizedController:
         self._key = stack.key
         self.contacts, self.levels = stack.contacts, stack.levels
         self._generic_ranks, self._cone_check = stack.generic_ranks, stack.cone_check
-        self._sqrt_weights = self.stacks.sqrt_weights(stack.key)
+        self._use_weights(stack.key)
         self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
         if stack.key not in self._contact_rows:  # A and Ȧq̇ of the stack, rewritten each tick
             self._contact_rows[stack.key] = constraint_buffers(stack.contacts, self.robot.nv)
@@ -218,7 +217,6 @@ class PrioritizedController:
         # Each tick every task writes its rows of the stacked arrays, then the targets are set.
         self._writers = [writer for level in stack.levels for writer in level.writers]
         self._rows = stack.rows
-        self._stacked_weights = np.concatenate((np.zeros(0), *self._sqrt_weights))
         count, joints = len(stack.levels), self.robot.n_actuated
         self._unsolved = np.full((count, 3), np.nan)  # each level's stats row
         # The search's per-level sets, scales: read within the tick (`JointLimits.saturated`).
@@ -227,6 +225,11 @@ class PrioritizedController:
             np.empty((count + 1, joints)),
             np.empty(count),
         )
+
+    def _use_weights(self, key) -> None:
+        """√w per row of each level of the stack of `key`, and the same stacked for the kernel."""
+        self._sqrt_weights = self.stacks.sqrt_weights(key)
+        self._stacked_weights = np.concatenate((np.zeros(0), *self._sqrt_weights))
 
     def compute(
         self, state: RobotState, dt: float | None = None, now_s: float | None = None
