@@ -112,7 +112,9 @@ def test_a_bug_in_the_controller_costs_one_safe_tick_not_the_loop():
 
 def test_the_watchdog_fires_after_the_timeout_and_the_next_tick_resumes():
     loop = posture_loop()
-    assert loop.watchdog(0.0) and loop.state_age(0.0) is None
+    # Before the first state: a wall timeout's grace from the first check, then stale.
+    assert not loop.watchdog(0.0, 100.0) and loop.state_age(0.0) is None
+    assert loop.watchdog(0.0, 200.0) and loop.stale
     loop.tick(READY, np.zeros(9), None, None, 1.0)
     assert not loop.watchdog(1.05)
     assert loop.watchdog(1.11) and loop.stale

@@ -89,10 +89,29 @@ def test_odometry_follows_the_same_rules():
 
 def test_watchdog_expires_on_node_time():
     dog = Watchdog(timeout_s=0.1)
-    assert dog.expired(0.0, 0.0) and dog.age(0.0, 0.0) is None
     dog.feed(1.0, 50.0)
     assert not dog.expired(1.05, 50.05)
     assert dog.expired(1.2, 50.05)
+
+
+def test_before_the_first_state_the_watchdog_waits_a_wall_timeout_from_its_first_check():
+    # A lock-stepped simulator's first state may be queued behind the first checks: a safe
+    # command sent at once would be taken for its answer, shifting every later command.
+    dog = Watchdog(timeout_s=0.1, wall_timeout_s=0.5)
+    assert not dog.expired(0.0, 20.0) and dog.age(0.0, 20.0) is None
+    assert not dog.expired(0.0, 20.45)
+    assert dog.expired(0.0, 20.55)
+    assert dog.expired(0.0, 30.0)
+    dog.feed(0.0, 30.01)
+    assert not dog.expired(0.0, 30.02)
+
+
+def test_after_a_reset_the_watchdog_expires_at_once():
+    dog = Watchdog(timeout_s=0.1, wall_timeout_s=0.5)
+    assert not dog.expired(0.0, 20.0)
+    dog.feed(1.0, 20.01)
+    dog.reset()
+    assert dog.expired(0.5, 20.02) and dog.age(0.5, 20.02) is None
 
 
 def test_watchdog_expires_on_wall_time_when_the_node_clock_stops():

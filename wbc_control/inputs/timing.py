@@ -122,6 +122,11 @@ class Watchdog:
     the node clock's criterion still applies (on a robot, where node time is wall time, a stall
     of more than `timeout_s` still sends the safe command at once).
 
+    Before the first state the same holds for the start: the safe command goes out once no
+    state came for a wall timeout since the first check (the node's spin start), not at once,
+    which a lock-stepped simulator would take for the answer to its first state. After
+    :meth:`reset` (a clock jump) it is expired at once.
+
     Args:
         timeout_s: node-time limit (s).
         wall_timeout_s: wall-time limit (s); default `timeout_s`.
@@ -135,6 +140,7 @@ class Watchdog:
         self._last_check_s: float | None = None  # wall time of the previous check
         self._stale = True  # the previous check's verdict
         self._grace_from_s = -np.inf  # wall time the last stall ended (the wall age's origin)
+        self._started_s: float | None = None  # wall time of the first check; -inf after reset
 
     def feed(self, node_s: float, wall_s: float) -> None:
         """A good state ticked at these times."""
@@ -142,7 +148,7 @@ class Watchdog:
 
     def reset(self) -> None:
         """Forget the last feed (after a clock jump): expired until the next good state."""
-        self._fed = None
+        self._fed, self._started_s = None, -np.inf
 
     def age(self, node_s: float, wall_s: float) -> float | None:
         """Seconds since the last feed, the larger of node and wall age; None before the first."""
@@ -155,7 +161,10 @@ class Watchdog:
         last_check_s, self._last_check_s = self._last_check_s, wall_s
         was_stale, self._stale = self._stale, True
         if self._fed is None:
-            return True
+            if self._started_s is None:
+                self._started_s = wall_s
+            self._stale = wall_s - self._started_s > self.wall_timeout_s
+            return self._stale
         node_age = node_s - self._fed[0]
         if node_age < 0.0 or node_age > self.timeout_s:
             return True
