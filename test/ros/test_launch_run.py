@@ -71,7 +71,9 @@ def assert_torques_then_clean_exit(run: LaunchRun, topic: str, joints: int) -> N
     assert code == 0 and 'LAUNCH RC 0' in output, output
     assert 'escalating' not in output, output
     assert 'Traceback' not in output, output
-    # A node that hung in its shutdown is ended by its own 3 s timer, with exit code 0.
+    # A node that hung in its shutdown is ended by its own 3 s timer, with exit code 0. (Fast
+    # DDS may hold a node's teardown that long after its peers exited: that one is named, 'the
+    # middleware had not released the node', and not a hang of ours.)
     assert 'forcing the exit' not in output, output
 
 

@@ -5,7 +5,8 @@ A stop signal during start-up abandons it by a KeyboardInterrupt; raised inside 
 stops a node because another failed to start) Python would print the interrupt as ignored,
 with a traceback, and go on: the handler keeps the stop for `run_node` to act on instead.
 Once the executor spins the handler raises nothing (rclpy's own handler ends the spin). A
-shutdown that hangs is ended by the handler's deadline, which says where each thread was.
+shutdown that hangs is ended by the handler's deadline, which says where each thread was, or,
+when the middleware holds up the node's teardown, that it did.
 """
 
 from collections.abc import Iterator
@@ -90,3 +91,40 @@ def test_a_hanging_shutdown_is_ended_at_the_deadline_with_every_threads_stack():
     assert 'forcing the exit' in done.stderr
     assert 'a_shutdown_that_hangs' in done.stderr, done.stderr  # where it hung
     assert runtime.STOP_DEADLINE_S <= elapsed < runtime.STOP_DEADLINE_S + 20.0
+
+
+SLOW_TEARDOWN = textwrap.dedent(
+    """
+    import os, signal, time
+    from rclpy.node import Node
+    from wbc_control.ros import runtime
+
+    class SlowToRelease(Node):
+        def __init__(self):
+            super().__init__('slow_to_release')
+            self.create_timer(0.2, self.stop)
+
+        def stop(self):
+            print(time.monotonic(), flush=True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        def destroy_node(self):
+            time.sleep(30.0)  # as Fast DDS deleting an entity whose peers just exited
+
+    runtime.run_node(SlowToRelease, 'slow_to_release', [])
+    print('run_node returned')
+    """
+)
+
+
+def test_a_middleware_slow_to_release_the_node_is_left_at_the_deadline_and_named():
+    done = subprocess.run(
+        [sys.executable, '-c', SLOW_TEARDOWN], capture_output=True, text=True, timeout=60.0
+    )
+    ended = time.monotonic()
+    assert done.returncode == 0, done.stderr
+    assert 'the middleware had not released the node 3 s after the stop signal' in done.stderr
+    assert 'forcing the exit' not in done.stderr, done.stderr  # not a hang of ours: no stacks
+    assert 'run_node returned' not in done.stdout
+    stopped = float(done.stdout.split()[0])  # CLOCK_MONOTONIC: one clock for both processes
+    assert runtime.STOP_DEADLINE_S <= ended - stopped < runtime.STOP_DEADLINE_S + 2.0

@@ -181,8 +181,22 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
 STOP_DEADLINE_S = 3.0
 
 
+#: Set while the node's middleware entities are being deleted (:func:`_shut_down`).
+_TEARING_DOWN = threading.Event()
+
+
 def _force_exit() -> None:
-    """End the process, saying so and where every thread was (to find what hung)."""
+    """End the process, saying why; where every thread was unless the middleware held it up."""
+    if _TEARING_DOWN.is_set():
+        # Fast DDS sometimes takes seconds to delete an entity right after the peers it talked
+        # to have exited (Jazzy under load: wbc_diagnostics 3 s and more in a publisher's or a
+        # parameter service's destroy, the controller and the simulator already gone).
+        sys.stderr.write(
+            f'the middleware had not released the node {STOP_DEADLINE_S:g} s after the stop '
+            'signal: ending without waiting for it\n'
+        )
+        sys.stderr.flush()
+        os._exit(0)
     sys.stderr.write(
         f'did not stop within {STOP_DEADLINE_S:g} s of the stop signal: forcing the exit; '
         'where each thread was:\n'
@@ -239,10 +253,10 @@ class _StopSignals:
         """A stop signal must end the process even if the shutdown hangs.
 
         A normal shutdown takes well under 1 s. Later signals are ignored (above), so a hang in
-        the shutdown (seen in loaded launch tests on Jazzy, wbc_diagnostics on 2026-11-24;
-        cause not yet found) would otherwise last until SIGKILL; a daemon thread ends the
-        process after :data:`STOP_DEADLINE_S` instead, saying so and printing every thread's
-        stack. That thread needs the GIL: should a call
+        the shutdown would otherwise last until SIGKILL; a daemon thread ends the process after
+        :data:`STOP_DEADLINE_S` instead, saying so and printing every thread's stack (which is
+        how the middleware's slow teardown was found; that one it names without the stacks,
+        :func:`_force_exit`). That thread needs the GIL: should a call
         hold it through the deadline (an idle wbc_diagnostics once took 10 s to exit, blocked,
         and the timer never ran), faulthandler's own thread, which needs no GIL, prints every
         thread's stack 0.5 s later and ends the process with exit code 1.
@@ -269,8 +283,13 @@ def _shut_down(node: Node | None) -> None:
     Tolerates a signal handler that got there first: on Jazzy, SIGINT / SIGTERM shut the context
     down from the signal handler; `try_shutdown` can then race it and raise "rcl_shutdown
     already called". Destroying the context deletes the DDS participant (and its shared-memory
-    segments) now, not in the interpreter's teardown, which :func:`end_process` skips.
+    segments) now, not in the interpreter's teardown, which :func:`end_process` skips. Should
+    the middleware hold it past the stop deadline, the process ends there without waiting,
+    saying so (:func:`_force_exit`; the peers then drop this participant when its lease runs
+    out). rclpy keeps the GIL through those calls, so no thread of ours could end the wait
+    sooner.
     """
+    _TEARING_DOWN.set()
     try:
         if node is not None:
             node.destroy_node()
@@ -279,6 +298,7 @@ def _shut_down(node: Node | None) -> None:
         if rclpy.ok():
             raise
     rclpy.get_default_context().destroy()
+    _TEARING_DOWN.clear()
 
 
 def end_process(code: int | str | None) -> NoReturn:
