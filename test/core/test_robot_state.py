@@ -8,6 +8,7 @@ import pytest
 from robots import random_state, robot
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
+from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
 STEP = 1e-6
@@ -42,6 +43,47 @@ def test_dynamics_match_independent_pinocchio_calls(name):
     np.testing.assert_allclose(
         state.solve_mass_matrix(rhs), np.linalg.solve(mass, rhs), rtol=1e-9, atol=1e-9
     )
+
+
+@settings(max_examples=20, deadline=None)
+@given(seeds, st.sampled_from(['panda', 'ur5', 'talos', 'solo12']))
+def test_the_inverse_mass_matrix_is_the_inverse_of_m(seed, name):
+    state = random_state(robot(name), seed)
+    inverse = state.inverse_mass_matrix
+    np.testing.assert_allclose(inverse, inverse.T, rtol=0.0, atol=1e-12 * np.abs(inverse).max())
+    identity = np.eye(state.model.nv)
+    np.testing.assert_allclose(state.mass_matrix @ inverse, identity, atol=1e-9)
+    dense = np.linalg.inv(state.mass_matrix)
+    np.testing.assert_allclose(inverse, dense, rtol=1e-9, atol=1e-9 * np.abs(dense).max())
+
+
+TWO_LINKS = """<?xml version="1.0"?>
+<robot name="two_links">
+  <link name="base"/>
+  <link name="upper"><inertial><mass value="1.0"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="tip">{tip}</link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+    <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+  <joint name="wrist" type="revolute"><parent link="upper"/><child link="tip"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+</robot>
+"""
+
+
+NEGATIVE_INERTIA = """<inertial><mass value="0.5"/>
+    <inertia ixx="0.001" iyy="0.001" izz="-0.005" ixy="0" ixz="0" iyz="0"/></inertial>"""
+
+
+@pytest.mark.parametrize('tip', ['', NEGATIVE_INERTIA], ids=['massless', 'negative_inertia'])
+def test_an_inertia_matrix_that_is_not_positive_definite_is_a_named_error(tip):
+    # A massless subtree (a zero pivot) or a URDF typo that makes M indefinite (a negative one).
+    model = RobotModel.from_urdf_string(TWO_LINKS.format(tip=tip))
+    state = RobotState(model)
+    state.update(model.configuration([0.3, -0.2]), np.zeros(2))
+    with pytest.raises(InvalidValue, match='not positive definite'):
+        _ = state.inverse_mass_matrix
 
 
 @settings(max_examples=20, deadline=None)
