@@ -5,15 +5,16 @@ time): the active set takes a handful of small solves whose per-call overhead in
 most of a tick in which the torque fit runs.
 """
 
-import numba
 from numba import float64, types
 import numpy as np
+
+from wbc_control.control.kernel_cache import kernel
 
 _MATRIX = types.Array(float64, 2, 'A', readonly=True)
 _VECTOR = types.Array(float64, 1, 'A', readonly=True)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _free_solution(hessian, gradient_at_zero, x, free, held):  # pragma: no cover - compiled
     """The free variables' minimizer with the held ones at their values, `(len(free),)`."""
     count = free.shape[0]
@@ -31,7 +32,7 @@ def _free_solution(hessian, gradient_at_zero, x, free, held):  # pragma: no cove
     return np.linalg.solve(block, rhs)
 
 
-@numba.njit(float64[::1](_MATRIX, _VECTOR, _VECTOR, _VECTOR), cache=True, nogil=True)
+@kernel(float64[::1](_MATRIX, _VECTOR, _VECTOR, _VECTOR), nogil=True)
 def box_least_squares(matrix, target, lower, upper):  # pragma: no cover - runs compiled
     """The x minimizing ‖A x − b‖² within lower ≤ x ≤ upper; A `(n, n)` invertible, else `(n,)`.
 

@@ -15,16 +15,17 @@ explicit signatures when imported, from numba's on-disk cache after the first ti
 import math
 import warnings
 
-import numba
 from numba import boolean, float64, int64, types
 from numba.core.errors import NumbaPerformanceWarning
 import numpy as np
+
+from wbc_control.control.kernel_cache import kernel
 
 _MATRIX = types.Array(float64, 2, 'A', readonly=True)
 _VECTOR = types.Array(float64, 1, 'A', readonly=True)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _cholesky(matrix):  # pragma: no cover - runs compiled
     """L of S = L Lᵀ (lower, column by column); None if S is not numerically PD.
 
@@ -47,7 +48,7 @@ def _cholesky(matrix):  # pragma: no cover - runs compiled
     return lower
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _inverse_factor(lower):  # pragma: no cover - runs compiled
     """Y = L⁻¹ (lower triangular) by forward substitution; S⁻¹ = Yᵀ Y, tr(S⁻¹) = Σ Y²."""
     size = lower.shape[0]
@@ -62,7 +63,7 @@ def _inverse_factor(lower):  # pragma: no cover - runs compiled
     return inverse
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _gram_of_columns(factor):  # pragma: no cover - runs compiled
     """Yᵀ Y `(n, n)` of a square Y (S⁻¹ from Y = L⁻¹)."""
     size = factor.shape[0]
@@ -77,7 +78,7 @@ def _gram_of_columns(factor):  # pragma: no cover - runs compiled
     return product
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _cholesky_solve(lower, rhs):  # pragma: no cover - runs compiled
     """The solution x of L Lᵀ x = rhs: forward, then back substitution."""
     size = lower.shape[0]
@@ -95,7 +96,7 @@ def _cholesky_solve(lower, rhs):  # pragma: no cover - runs compiled
     return x
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _squared_sum(matrix):  # pragma: no cover - runs compiled
     total = 0.0
     for i in range(matrix.shape[0]):
@@ -104,7 +105,7 @@ def _squared_sum(matrix):  # pragma: no cover - runs compiled
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _trace(matrix):  # pragma: no cover - runs compiled
     total = 0.0
     for i in range(matrix.shape[0]):
@@ -150,11 +151,11 @@ def _schur_terms(mass, inverse_mass, constraint, min_rcond):  # pragma: no cover
 with warnings.catch_warnings():
     # M⁻¹ from LAPACK and M from Pinocchio are column-major: np.dot takes either order.
     warnings.simplefilter('ignore', NumbaPerformanceWarning)
-    schur_terms = numba.njit(_SCHUR_SIGNATURE, cache=True, nogil=True)(_schur_terms)
+    schur_terms = kernel(_SCHUR_SIGNATURE, nogil=True)(_schur_terms)
 
 
-@numba.njit(
-    float64(_MATRIX, _VECTOR, int64, _VECTOR, float64, float64[::1]), cache=True, nogil=True
+@kernel(
+    float64(_MATRIX, _VECTOR, int64, _VECTOR, float64, float64[::1]), nogil=True
 )  # fmt: skip
 def base_forces(
     constraint, generalized_force, base_nv, shares, max_condition, forces

@@ -20,11 +20,11 @@ per-call overhead. Compiled for explicit signatures when imported, from numba's 
 after the first time.
 """
 
-import numba
 from numba import boolean, float64, int64, types
 import numpy as np
 
 from wbc_control.control.bounded_least_squares import box_least_squares
+from wbc_control.control.kernel_cache import kernel
 from wbc_control.control.level_kernel import EXACT, KEEP, level_step
 
 _MATRIX = types.Array(float64, 2, 'A', readonly=True)
@@ -37,7 +37,7 @@ _LAW = types.UniTuple(float64, 5)
 _TOLERANCES = types.UniTuple(float64, 2)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _hold(
     inverse_inertia, acceleration, null_space, first, joints, active, values, threshold, law
 ):
@@ -64,12 +64,11 @@ def _hold(
     return False
 
 
-@numba.njit(
+@kernel(
     boolean(
         _MATRIX, float64[::1], float64[:, ::1], boolean, _INDEX, _FLAGS, _VECTOR, _MATRIX,
         _VECTOR, _VECTOR, float64, float64, int64, _LAW, float64[::1],
     ),
-    cache=True,
     nogil=True,
 )  # fmt: skip
 def settle_level(
@@ -104,7 +103,7 @@ def settle_level(
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _within(unforced, full, scale, joints, lower, upper, tolerance):
     """Whether q̈₀ + s (q̈₁ − q̈₀) keeps every joint within [a⁻ − tol, a⁺ + tol]."""
     for i in range(joints.shape[0]):
@@ -115,15 +114,15 @@ def _within(unforced, full, scale, joints, lower, upper, tolerance):
     return True
 
 
-@numba.njit(
-    boolean(_VECTOR, _INDEX, _VECTOR, _VECTOR, float64), cache=True, nogil=True
+@kernel(
+    boolean(_VECTOR, _INDEX, _VECTOR, _VECTOR, float64), nogil=True
 )  # fmt: skip
 def within_bounds(acceleration, joints, lower, upper, tolerance):  # pragma: no cover
     """Whether q̈ keeps every joint within [a⁻ − tol, a⁺ + tol] (False for a NaN)."""
     return _within(acceleration, acceleration, 0.0, joints, lower, upper, tolerance)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _saturate_outside(unforced, joints, lower, upper, free, tolerance, active, values):
     """Saturate the free joints q̈₀ drives out of bounds, at the bound; whether there were any."""
     found = False
@@ -136,7 +135,7 @@ def _saturate_outside(unforced, joints, lower, upper, free, tolerance, active, v
     return found
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _limiting_joint(unforced, full, joints, lower, upper, free, tolerance):
     """(the largest scale in [0, 1] within the free joints' bounds, the joint that sets it)."""
     critical, room = 0, np.inf
@@ -150,12 +149,11 @@ def _limiting_joint(unforced, full, joints, lower, upper, free, tolerance):
     return min(max(room, 0.0), 1.0), critical
 
 
-@numba.njit(
+@kernel(
     types.float64(
         _MATRIX, _VECTOR, _MATRIX, boolean, _MATRIX, _VECTOR, _VECTOR, float64, _LAW, _INDEX,
         _VECTOR, _VECTOR, _FLAGS, boolean, _TOLERANCES, boolean[::1], float64[::1],
     ),
-    cache=True,
     nogil=True,
 )  # fmt: skip
 def search_level(
@@ -260,7 +258,7 @@ def search_level(
     return 0.0
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _ceiling(distance, max_speed, kp, kd, deceleration):  # pragma: no cover - runs compiled
     """v⁺(d): inf for a joint without limits (d = inf) and no velocity limit."""
     ceiling = min((kp / kd) * distance, max_speed)
@@ -269,12 +267,11 @@ def _ceiling(distance, max_speed, kp, kd, deceleration):  # pragma: no cover - r
     return ceiling
 
 
-@numba.njit(
+@kernel(
     types.void(
         _VECTOR, _VECTOR, _VECTOR, _VECTOR, _VECTOR, float64, float64, float64, float64[::1],
         float64[::1],
     ),
-    cache=True,
     nogil=True,
 )  # fmt: skip
 def acceleration_bounds(
@@ -292,11 +289,10 @@ def acceleration_bounds(
         lower[i] = min(kd * (-down - velocities[i]), upper[i])
 
 
-@numba.njit(
+@kernel(
     float64[::1](
         _MATRIX, _VECTOR, _VECTOR, _FLAGS, _VECTOR, _VECTOR, _VECTOR, _VECTOR, _TOLERANCES
     ),
-    cache=True,
     nogil=True,
 )  # fmt: skip
 def fitted_acceleration(

@@ -18,18 +18,18 @@ The eigen-decomposition is `wbc_control.control.symmetric_eigen`'s; eigenvector 
 order of equal eigenvalues do not change Λ = Wᵀ diag(g) W.
 
 Every function is compiled for explicit signatures when this module is imported, from numba's
-on-disk cache after the first time (`cache=True`): a controller's first tick never compiles,
-and an argument of another type is a TypeError, not a compilation.
+on-disk cache after the first time (`kernel_cache.kernel`): a controller's first tick never
+compiles, and an argument of another type is a TypeError, not a compilation.
 """
 
 import math
 import warnings
 
-import numba
 from numba import boolean, float64, int64, types
 from numba.core.errors import NumbaPerformanceWarning
 import numpy as np
 
+from wbc_control.control.kernel_cache import kernel
 from wbc_control.control.symmetric_eigen import symmetric_eigen
 from wbc_control.control.task_inertia import (
     BLOCKING_FRACTION,
@@ -55,18 +55,18 @@ _TINY = np.finfo(float).tiny
 
 
 def _compiled(signature):
-    """`numba.njit` for one signature, compiled now (or loaded from the cache)."""
+    """`kernel` for one signature, compiled now (or loaded from the cache)."""
 
     def decorate(function):
         with warnings.catch_warnings():
             # Task Jacobians may be views of any layout; np.dot copies the rare odd one.
             warnings.simplefilter('ignore', NumbaPerformanceWarning)
-            return numba.njit(signature, cache=True, nogil=True)(function)
+            return kernel(signature, nogil=True)(function)
 
     return decorate
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _selected_columns(jacobian):  # pragma: no cover - runs compiled
     """Each row's column if J is a selection (rows of the identity: a posture, held joints).
 
@@ -90,7 +90,7 @@ def _selected_columns(jacobian):  # pragma: no cover - runs compiled
     return columns
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _gain_matrix(scaled_vectors, gains, out):  # pragma: no cover - runs compiled
     """Write Wᵀ diag(gains) W into `out` `(m, m)`."""
     size = gains.shape[0]
@@ -103,7 +103,7 @@ def _gain_matrix(scaled_vectors, gains, out):  # pragma: no cover - runs compile
             out[b, a] = total
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _kinematic_factor(jacobian, scaled_vectors):  # pragma: no cover - runs compiled
     """κᵢ = ‖Jᵀfᵢ‖² / Σᵣ fᵢᵣ² ‖Jᵣ‖² for the rows fᵢ of W (task_inertia.py, step 3)."""
     size, nv = jacobian.shape
@@ -124,7 +124,7 @@ def _kinematic_factor(jacobian, scaled_vectors):  # pragma: no cover - runs comp
     return factor
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _attenuation(sigma, band, kinematic, law):  # pragma: no cover - runs compiled
     """max((σ/ε_k)², (κᵢ/κ)²) capped at 1: < 1 only where both are small (step 3), `(m,)`."""
     weak = np.empty(sigma.shape[0])

@@ -14,10 +14,10 @@ cost about as much as a level's arithmetic. The readable reference of the search
 test/core/test_joint_limit_kernel.py holds the two equal.
 """
 
-import numba
 from numba import boolean, float64, int64, types
 
 from wbc_control.control.joint_limit_kernel import search_level, settle_level, within_bounds
+from wbc_control.control.kernel_cache import kernel
 from wbc_control.control.level_kernel import BLOCKING, KEEP, level_step
 
 _MATRIX = types.Array(float64, 2, 'A', readonly=True)
@@ -27,13 +27,12 @@ _LAW = types.UniTuple(float64, 5)
 _TOLERANCES = types.UniTuple(float64, 2)
 
 
-@numba.njit(
+@kernel(
     float64(
         _MATRIX, _VECTOR, _MATRIX, _VECTOR, _VECTOR, _INDEX, float64, _LAW, boolean, _INDEX,
         _VECTOR, _VECTOR, _TOLERANCES, float64[::1], float64[:, ::1], boolean[:, ::1],
         float64[:, ::1], float64[::1], float64[:, ::1],
     ),
-    cache=True,
     nogil=True,
 )  # fmt: skip
 def solve_stack(

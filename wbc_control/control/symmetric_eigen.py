@@ -10,9 +10,10 @@ Compiled for its signature on import, from numba's on-disk cache after the first
 
 import math
 
-import numba
 from numba import float64, types
 import numpy as np
+
+from wbc_control.control.kernel_cache import kernel
 
 _C_MATRIX = float64[:, ::1]
 _C_VECTOR = float64[::1]
@@ -21,7 +22,7 @@ _EPSILON = 2.0**-52
 _MAX_ITERATIONS = 60
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _tridiagonalize(v, d, e):  # pragma: no cover - runs compiled
     """Householder reduction to tridiagonal form (tred2); v ends as the orthogonal Q."""
     n = v.shape[0]
@@ -96,7 +97,7 @@ def _tridiagonalize(v, d, e):  # pragma: no cover - runs compiled
     e[0] = 0.0
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _tridiagonal_ql(d, e, vt):  # pragma: no cover - runs compiled
     """Implicit QL iterations of the tridiagonal (d, e) (tql2), eigenvectors as rows of vt."""
     n = d.shape[0]
@@ -167,7 +168,7 @@ def _tridiagonal_ql(d, e, vt):  # pragma: no cover - runs compiled
                 vt[k, j] = p
 
 
-@numba.njit(types.void(_C_MATRIX, _C_VECTOR, _C_MATRIX), cache=True, nogil=True)
+@kernel(types.void(_C_MATRIX, _C_VECTOR, _C_MATRIX), nogil=True)
 def symmetric_eigen(matrix, values, vectors):  # pragma: no cover - runs compiled
     """Eigenvalues (ascending) and eigenvectors (rows) of a symmetric matrix, in place.
 

@@ -2,11 +2,11 @@
 
 from typing import NamedTuple
 
-import numba
 from numba import boolean, float64, types
 import numpy as np
 import numpy.typing as npt
 
+from wbc_control.control.kernel_cache import kernel
 from wbc_control.exceptions import InvalidShape, InvalidValue
 
 _VECTOR = types.Array(float64, 1, 'A', readonly=True)
@@ -88,7 +88,7 @@ class TorqueLimiter:
         return limited, saturated, rate_limited
 
 
-@numba.njit(boolean(_VECTOR, _VECTOR, _VECTOR), cache=True, nogil=True)
+@kernel(boolean(_VECTOR, _VECTOR, _VECTOR), nogil=True)
 def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:  # pragma: no cover
     """Whether lower ≤ τ ≤ upper on every joint (all `(n,)`); False for a NaN.
 
