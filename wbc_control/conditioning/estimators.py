@@ -22,6 +22,9 @@ from wbc_control.exceptions import InvalidShape, InvalidValue
 # M is symmetric by construction (pinocchio's crba fills both triangles); a larger mismatch means
 # a caller passed something else, such as a single triangle from an older pinocchio.
 _SYMMETRY_RTOL = 1e-9
+# The ufuncs' reductions: `ndarray.min` / `max` add a Python wrapper to each call.
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+_FLOAT = np.dtype(float)
 # Sample times are sums or products of decimal steps; without this slack a period of 0.5 s sampled
 # every 10 ms would fire one sample late whenever the time of the 50th sample rounds below 0.5.
 _TIME_TOLERANCE_S = 1e-9
@@ -112,8 +115,8 @@ def diagonal_ratio(inertia: npt.ArrayLike) -> float:
         InvalidShape: If ``inertia`` is not a non-empty square matrix.
         InvalidValue: If a diagonal element is non-finite or not positive.
     """
-    diagonal = np.diagonal(_as_square(inertia))
-    smallest, largest = diagonal.min(), diagonal.max()
+    diagonal = _as_square(inertia).diagonal()
+    smallest, largest = _MIN(diagonal), _MAX(diagonal)  # NaN propagates: fails the test below
     if not (smallest > 0.0 and largest < math.inf):
         raise InvalidValue(
             f'M must have a finite positive diagonal, got min {smallest:.6g}, max {largest:.6g}'
@@ -276,7 +279,9 @@ def _checked_period(name: str, period_s: float) -> float:
 
 
 def _as_square(inertia: npt.ArrayLike) -> np.ndarray:
-    matrix = np.asarray(inertia, dtype=float)
+    # A float64 array as is: the diagonal ratio is meant to cost next to nothing.
+    is_float_array = type(inertia) is np.ndarray and inertia.dtype == _FLOAT
+    matrix = inertia if is_float_array else np.asarray(inertia, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
         raise InvalidShape(f'M must be a non-empty square matrix, got shape {matrix.shape}')
     return matrix
