@@ -152,7 +152,7 @@ def _limiting_joint(unforced, full, joints, lower, upper, free, tolerance):
 @kernel(
     types.float64(
         _MATRIX, _VECTOR, _MATRIX, boolean, _MATRIX, _VECTOR, _VECTOR, float64, _LAW, _INDEX,
-        _VECTOR, _VECTOR, _FLAGS, boolean, _TOLERANCES, boolean[::1], float64[::1],
+        _VECTOR, _VECTOR, _FLAGS, boolean, _TOLERANCES, boolean[::1], float64[::1], _VECTOR,
     ),
     nogil=True,
 )  # fmt: skip
@@ -174,6 +174,7 @@ def search_level(
     tolerances,
     active,
     values,
+    known_full,
 ):  # pragma: no cover - runs compiled
     """The saturated set and scale of the next level (the module docstring).
 
@@ -195,6 +196,8 @@ def search_level(
         tolerances: (bound tolerance, level tolerance).
         active: written with the chosen set's joints `(n,)`.
         values: written with their targets `(n,)` (where `active`).
+        known_full: the level's q̈ with no joint held, already computed `(nv,)` (the
+            recursion's, for level 0), or empty: the first try takes it instead of a level step.
 
     Returns the level's scale.
     """
@@ -207,19 +210,22 @@ def search_level(
     free = np.empty(n, dtype=np.bool_)
     best_scale, tried_scale = -1.0, 0.0
     tried, tried_values = np.zeros(n, dtype=np.bool_), np.zeros(n)
-    for _ in range(n + 1):
+    for attempt in range(n + 1):
         unforced[:] = settled
-        if not first:
-            work_null_space[:, :] = null_space
-        inner_first = _hold(
-            inverse_inertia, unforced, work_null_space, first, joints, trying, trying_values,
-            threshold, law,
-        )  # fmt: skip
-        full[:] = unforced
-        level_step(
-            jacobian, target, sqrt_weights, inverse_inertia, work_null_space, inner_first,
-            threshold, 1.0, True, KEEP, law, full, stats,
-        )  # fmt: skip
+        if attempt == 0 and known_full.shape[0] == nv:  # nothing held yet: that very step
+            full[:] = known_full
+        else:
+            if not first:
+                work_null_space[:, :] = null_space
+            inner_first = _hold(
+                inverse_inertia, unforced, work_null_space, first, joints, trying,
+                trying_values, threshold, law,
+            )  # fmt: skip
+            full[:] = unforced
+            level_step(
+                jacobian, target, sqrt_weights, inverse_inertia, work_null_space, inner_first,
+                threshold, 1.0, True, KEEP, law, full, stats,
+            )  # fmt: skip
         tried[:] = trying
         tried_values[:] = trying_values
         tried_scale = 0.0

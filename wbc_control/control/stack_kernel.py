@@ -15,6 +15,7 @@ test/core/test_joint_limit_kernel.py holds the two equal.
 """
 
 from numba import boolean, float64, int64, types
+import numpy as np
 
 from wbc_control.control.joint_limit_kernel import search_level, settle_level, within_bounds
 from wbc_control.control.kernel_cache import kernel
@@ -85,6 +86,7 @@ def solve_stack(
     count = offsets.shape[0] - 1
     acceleration[:] = start
     level_active[:, :] = False
+    top_level = np.empty(acceleration.shape[0] if limited and count > 0 else 0)
     for k in range(count):
         rows = slice(offsets[k], offsets[k + 1])
         level_step(
@@ -93,9 +95,14 @@ def solve_stack(
             acceleration, stats[k],
         )  # fmt: skip
         level_scales[k] = 1.0
+        if k == 0 and top_level.shape[0] > 0:
+            # The search's first try at level 0 holds no joint: this q̈ exactly (Λ does not
+            # depend on the null-space update, the only difference between the two steps).
+            top_level[:] = acceleration
     if not limited or within_bounds(acceleration, joints, lower, upper, tolerances[0]):
         return 1.0
     acceleration[:] = start
+    unknown = np.empty(0)
     held, values = level_active[count], level_values[count]
     first, least = True, 1.0
     for k in range(count):
@@ -105,7 +112,7 @@ def solve_stack(
         scale = search_level(
             inverse_inertia, acceleration, null_space, first, level_jacobian, level_target,
             level_weights, threshold, law, joints, lower, upper, held, k == 0, tolerances,
-            active, level_values[k],
+            active, level_values[k], top_level if k == 0 else unknown,
         )  # fmt: skip
         first = settle_level(
             inverse_inertia, acceleration, null_space, first, joints, active, level_values[k],
