@@ -166,13 +166,15 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         pass
     finally:
         signals.stopping = True
-        if executor is not None:
-            # Before the node's entities go: with it still up, Fast DDS held the deletion of
-            # one of them past the stop deadline in 7 of 176 Jazzy launches under load (the
-            # sidecar, SingleThreadedExecutor), none in 80 after.
-            executor.shutdown(timeout_sec=0)
-        _shut_down(node)
-        signals.ignore()
+        try:
+            if executor is not None:
+                # Before the node's entities go: with it still up, Fast DDS held the deletion
+                # of one of them past the stop deadline in 7 of 176 Jazzy launches under load
+                # (the sidecar, SingleThreadedExecutor), none in 80 after.
+                executor.shutdown(timeout_sec=0)
+        finally:  # the node's teardown whatever the executor did
+            _shut_down(node)
+            signals.ignore()
     # The console scripts skip the interpreter's teardown (end_process); when it runs (e.g.
     # `python -m`), it would run the cycle collector over every object numpy, scipy,
     # Pinocchio and MuJoCo allocated, more than once. Frozen objects are skipped by the
