@@ -84,23 +84,28 @@ def level_inputs(name: str, state: RobotState):
     return inverse_inertia, start, levels
 
 
-def reference_recursion(inverse_inertia, start, levels, threshold):
-    """q̈ and each level's `TaskInertia` by the numpy reference (the module docstring)."""
+def reference_recursion(inverse_inertia, start, levels, threshold, null_after_last=False):
+    """q̈, each level's `TaskInertia` and N by the numpy reference (the module docstring).
+
+    N is the null space after every level but the last (None for a single level), or after the
+    last as well with `null_after_last`, each level taking M⁻¹Jpᵀ Λ_N Jp.
+    """
     acceleration, null_space, inertias = start.copy(), None, []
     last = len(levels) - 1
     for index, (jacobian, target, sqrt_weights) in enumerate(levels):
         projected, inverse_jt, mobility = projected_terms(
             jacobian, null_space, inverse_inertia.dot
         )
+        update = index < last or null_after_last
         inertia = regularized_task_inertia(
-            projected.dot(inverse_jt), sqrt_weights, threshold, mobility, projected, index < last
+            projected.dot(inverse_jt), sqrt_weights, threshold, mobility, projected, update
         )
         acceleration += inverse_jt.dot(inertia.inertia).dot(target - jacobian.dot(acceleration))
-        if index < last:
+        if update:
             used = inverse_jt.dot(inertia.blocking).dot(projected)
             null_space = np.eye(len(start)) - used if null_space is None else null_space - used
         inertias.append(inertia)
-    return acceleration, inertias
+    return acceleration, inertias, null_space
 
 
 def test_symmetric_eigen_decomposes_like_lapack():
@@ -295,7 +300,7 @@ def test_level_steps_give_the_reference_acceleration_and_null_space(name):
     threshold = controller(name).singular_value_threshold
     for state in states(name):
         inverse_inertia, start, levels = level_inputs(name, state)
-        expected, inertias = reference_recursion(inverse_inertia, start, levels, threshold)
+        expected, inertias, _ = reference_recursion(inverse_inertia, start, levels, threshold)
         acceleration, null_space = start.copy(), np.full((len(start),) * 2, np.nan)
         stats = np.empty((len(levels), 3))
         for index, (jacobian, target, sqrt_weights) in enumerate(levels):
@@ -306,23 +311,6 @@ def test_level_steps_give_the_reference_acceleration_and_null_space(name):
             )  # fmt: skip
         assert close(acceleration, expected)
         assert stats[:, 1:].tolist() == [[i.rank, i.damped] for i in inertias]
-
-
-def reference_null_space(inverse_inertia, levels, threshold):
-    """N after every level of `levels`, each taking M⁻¹Jpᵀ Λ_N Jp, by the numpy reference."""
-    null_space = None
-    for jacobian, _, sqrt_weights in levels:
-        projected, inverse_jt, mobility = projected_terms(
-            jacobian, null_space, inverse_inertia.dot
-        )
-        inertia = regularized_task_inertia(
-            projected.dot(inverse_jt), sqrt_weights, threshold, mobility, projected, True
-        )
-        used = inverse_jt.dot(inertia.blocking).dot(projected)
-        null_space = (
-            np.eye(len(inverse_inertia)) - used if null_space is None else null_space - used
-        )
-    return null_space
 
 
 @pytest.mark.parametrize(
@@ -346,8 +334,9 @@ def test_a_selection_level_gives_the_reference_acceleration_and_null_space(rows)
     top = (rng.standard_normal((2, 7)), rng.standard_normal(2), np.ones(2))
     level = (np.array(rows, dtype=float), rng.standard_normal(len(rows)), np.ones(len(rows)))
     for levels in ([level], [top, level]):
-        expected, _ = reference_recursion(inverse_inertia, np.zeros(7), levels, 1e-3)
-        expected_null_space = reference_null_space(inverse_inertia, levels, 1e-3)
+        expected, _, expected_null_space = reference_recursion(
+            inverse_inertia, np.zeros(7), levels, 1e-3, null_after_last=True
+        )
         acceleration, null_space = np.zeros(7), np.full((7, 7), np.nan)
         stats = np.empty((len(levels), 3))
         for index, (jacobian, target, weights) in enumerate(levels):
@@ -365,7 +354,7 @@ def test_controller_torques_equal_the_reference_recursion(name):
     for state in states(name):
         inverse_inertia, start, levels = level_inputs(name, state)
         threshold = control.singular_value_threshold
-        expected, inertias = reference_recursion(inverse_inertia, start, levels, threshold)
+        expected, inertias, _ = reference_recursion(inverse_inertia, start, levels, threshold)
         constraint = contact_dynamics(state, control.contacts)[1] if control.contacts else None
         expected_torque = control._torque(state, expected, constraint)[0]
         result = control.compute(state)
