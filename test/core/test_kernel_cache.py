@@ -43,6 +43,7 @@ def test_the_kernels_load_from_the_cache_named_after_their_sources():
     cache_path = Path(stack_kernel.solve_stack._cache._cache_path)
     assert Path(kernel_cache.cache_directory()) in cache_path.parents
     assert kernel_cache.cache_directory().name == PREFIX + sources_digest()
+    assert stack_kernel.solve_stack.targetoptions['nogil']  # every kernel runs without the GIL
 
 
 def test_every_compiled_function_of_the_package_goes_through_kernel():

@@ -14,7 +14,7 @@ _MATRIX = types.Array(float64, 2, 'A', readonly=True)
 _VECTOR = types.Array(float64, 1, 'A', readonly=True)
 
 
-@kernel(nogil=True)
+@kernel()
 def _free_solution(hessian, gradient_at_zero, x, free, held):  # pragma: no cover - compiled
     """The free variables' minimizer with the held ones at their values, `(len(free),)`."""
     count = free.shape[0]
@@ -32,7 +32,7 @@ def _free_solution(hessian, gradient_at_zero, x, free, held):  # pragma: no cove
     return np.linalg.solve(block, rhs)
 
 
-@kernel(float64[::1](_MATRIX, _VECTOR, _VECTOR, _VECTOR), nogil=True)
+@kernel(float64[::1](_MATRIX, _VECTOR, _VECTOR, _VECTOR))
 def box_least_squares(matrix, target, lower, upper):  # pragma: no cover - runs compiled
     """The x minimizing ‖A x − b‖² within lower ≤ x ≤ upper; A `(n, n)` invertible, else `(n,)`.
 

@@ -25,7 +25,7 @@ _MATRIX = types.Array(float64, 2, 'A', readonly=True)
 _VECTOR = types.Array(float64, 1, 'A', readonly=True)
 
 
-@kernel(nogil=True)
+@kernel()
 def _cholesky(matrix):  # pragma: no cover - runs compiled
     """L of S = L Lᵀ (lower, column by column); None if S is not numerically PD.
 
@@ -48,7 +48,7 @@ def _cholesky(matrix):  # pragma: no cover - runs compiled
     return lower
 
 
-@kernel(nogil=True)
+@kernel()
 def _inverse_factor(lower):  # pragma: no cover - runs compiled
     """Y = L⁻¹ (lower triangular) by forward substitution; S⁻¹ = Yᵀ Y, tr(S⁻¹) = Σ Y²."""
     size = lower.shape[0]
@@ -63,7 +63,7 @@ def _inverse_factor(lower):  # pragma: no cover - runs compiled
     return inverse
 
 
-@kernel(nogil=True)
+@kernel()
 def _gram_of_columns(factor):  # pragma: no cover - runs compiled
     """Yᵀ Y `(n, n)` of a square Y (S⁻¹ from Y = L⁻¹)."""
     size = factor.shape[0]
@@ -78,7 +78,7 @@ def _gram_of_columns(factor):  # pragma: no cover - runs compiled
     return product
 
 
-@kernel(nogil=True)
+@kernel()
 def _cholesky_solve(lower, rhs):  # pragma: no cover - runs compiled
     """The solution x of L Lᵀ x = rhs: forward, then back substitution."""
     size = lower.shape[0]
@@ -96,7 +96,7 @@ def _cholesky_solve(lower, rhs):  # pragma: no cover - runs compiled
     return x
 
 
-@kernel(nogil=True)
+@kernel()
 def _squared_sum(matrix):  # pragma: no cover - runs compiled
     total = 0.0
     for i in range(matrix.shape[0]):
@@ -105,7 +105,7 @@ def _squared_sum(matrix):  # pragma: no cover - runs compiled
     return total
 
 
-@kernel(nogil=True)
+@kernel()
 def _trace(matrix):  # pragma: no cover - runs compiled
     total = 0.0
     for i in range(matrix.shape[0]):
@@ -151,11 +151,11 @@ def _schur_terms(mass, inverse_mass, constraint, min_rcond):  # pragma: no cover
 with warnings.catch_warnings():
     # M⁻¹ from LAPACK and M from Pinocchio are column-major: np.dot takes either order.
     warnings.simplefilter('ignore', NumbaPerformanceWarning)
-    schur_terms = kernel(_SCHUR_SIGNATURE, nogil=True)(_schur_terms)
+    schur_terms = kernel(_SCHUR_SIGNATURE)(_schur_terms)
 
 
 @kernel(
-    float64(_MATRIX, _VECTOR, int64, _VECTOR, float64, float64[::1]), nogil=True
+    float64(_MATRIX, _VECTOR, int64, _VECTOR, float64, float64[::1])
 )  # fmt: skip
 def base_forces(
     constraint, generalized_force, base_nv, shares, max_condition, forces

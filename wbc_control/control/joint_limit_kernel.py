@@ -37,7 +37,7 @@ _LAW = types.UniTuple(float64, 5)
 _TOLERANCES = types.UniTuple(float64, 2)
 
 
-@kernel(nogil=True)
+@kernel()
 def _hold(
     inverse_inertia, acceleration, null_space, first, joints, active, values, threshold, law
 ):
@@ -69,7 +69,6 @@ def _hold(
         _MATRIX, float64[::1], float64[:, ::1], boolean, _INDEX, _FLAGS, _VECTOR, _MATRIX,
         _VECTOR, _VECTOR, float64, float64, int64, _LAW, float64[::1],
     ),
-    nogil=True,
 )  # fmt: skip
 def settle_level(
     inverse_inertia,
@@ -103,7 +102,7 @@ def settle_level(
     return False
 
 
-@kernel(nogil=True)
+@kernel()
 def _within(unforced, full, scale, joints, lower, upper, tolerance):
     """Whether q̈₀ + s (q̈₁ − q̈₀) keeps every joint within [a⁻ − tol, a⁺ + tol]."""
     for i in range(joints.shape[0]):
@@ -115,14 +114,14 @@ def _within(unforced, full, scale, joints, lower, upper, tolerance):
 
 
 @kernel(
-    boolean(_VECTOR, _INDEX, _VECTOR, _VECTOR, float64), nogil=True
+    boolean(_VECTOR, _INDEX, _VECTOR, _VECTOR, float64)
 )  # fmt: skip
 def within_bounds(acceleration, joints, lower, upper, tolerance):  # pragma: no cover
     """Whether q̈ keeps every joint within [a⁻ − tol, a⁺ + tol] (False for a NaN)."""
     return _within(acceleration, acceleration, 0.0, joints, lower, upper, tolerance)
 
 
-@kernel(nogil=True)
+@kernel()
 def _saturate_outside(unforced, joints, lower, upper, free, tolerance, active, values):
     """Saturate the free joints q̈₀ drives out of bounds, at the bound; whether there were any."""
     found = False
@@ -135,7 +134,7 @@ def _saturate_outside(unforced, joints, lower, upper, free, tolerance, active, v
     return found
 
 
-@kernel(nogil=True)
+@kernel()
 def _limiting_joint(unforced, full, joints, lower, upper, free, tolerance):
     """(the largest scale in [0, 1] within the free joints' bounds, the joint that sets it)."""
     critical, room = 0, np.inf
@@ -154,7 +153,6 @@ def _limiting_joint(unforced, full, joints, lower, upper, free, tolerance):
         _MATRIX, _VECTOR, _MATRIX, boolean, _MATRIX, _VECTOR, _VECTOR, float64, _LAW, _INDEX,
         _VECTOR, _VECTOR, _FLAGS, boolean, _TOLERANCES, boolean[::1], float64[::1], _VECTOR,
     ),
-    nogil=True,
 )  # fmt: skip
 def search_level(
     inverse_inertia,
@@ -264,7 +262,7 @@ def search_level(
     return 0.0
 
 
-@kernel(nogil=True)
+@kernel()
 def _ceiling(distance, max_speed, kp, kd, deceleration):  # pragma: no cover - runs compiled
     """v⁺(d): inf for a joint without limits (d = inf) and no velocity limit."""
     ceiling = min((kp / kd) * distance, max_speed)
@@ -278,7 +276,6 @@ def _ceiling(distance, max_speed, kp, kd, deceleration):  # pragma: no cover - r
         _VECTOR, _VECTOR, _VECTOR, _VECTOR, _VECTOR, float64, float64, float64, float64[::1],
         float64[::1],
     ),
-    nogil=True,
 )  # fmt: skip
 def acceleration_bounds(
     positions, velocities, lower_wall, upper_wall, max_speed, kp, kd, deceleration, lower, upper
@@ -299,7 +296,6 @@ def acceleration_bounds(
     float64[::1](
         _MATRIX, _VECTOR, _VECTOR, _FLAGS, _VECTOR, _VECTOR, _VECTOR, _VECTOR, _TOLERANCES
     ),
-    nogil=True,
 )  # fmt: skip
 def fitted_acceleration(
     inverse_inertia, bias, acceleration, held, lower, upper, torque_lower, torque_upper, fit

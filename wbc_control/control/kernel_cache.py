@@ -73,11 +73,13 @@ def _remove_older(root: Path, current: Path) -> None:
 
 
 def kernel(*signature: object, **options: object) -> Callable[[Callable], Callable]:
-    """`numba.njit(*signature, cache=True, **options)`, cached in :func:`cache_directory`.
+    """`numba.njit(*signature, cache=True, nogil=True, **options)`, in :func:`cache_directory`.
 
-    numba picks a function's cache directory when it is decorated, so the setting is needed
-    only meanwhile (the compilation for an explicit signature happens then too).
+    Without the GIL, as every kernel of this package runs (they touch no Python object). numba
+    picks a function's cache directory when it is decorated, so the setting is needed only
+    meanwhile (the compilation for an explicit signature happens then too).
     """
+    options = {'nogil': True, **options}
 
     def compile_cached(function: Callable) -> Callable:
         if numba.config.DISABLE_JIT:  # plain Python: nothing to cache

@@ -61,12 +61,12 @@ def _compiled(signature):
         with warnings.catch_warnings():
             # Task Jacobians may be views of any layout; np.dot copies the rare odd one.
             warnings.simplefilter('ignore', NumbaPerformanceWarning)
-            return kernel(signature, nogil=True)(function)
+            return kernel(signature)(function)
 
     return decorate
 
 
-@kernel(nogil=True)
+@kernel()
 def _selected_columns(jacobian):  # pragma: no cover - runs compiled
     """Each row's column if J is a selection (rows of the identity: a posture, held joints).
 
@@ -90,7 +90,7 @@ def _selected_columns(jacobian):  # pragma: no cover - runs compiled
     return columns
 
 
-@kernel(nogil=True)
+@kernel()
 def _gain_matrix(scaled_vectors, gains, out):  # pragma: no cover - runs compiled
     """Write Wᵀ diag(gains) W into `out` `(m, m)`."""
     size = gains.shape[0]
@@ -103,7 +103,7 @@ def _gain_matrix(scaled_vectors, gains, out):  # pragma: no cover - runs compile
             out[b, a] = total
 
 
-@kernel(nogil=True)
+@kernel()
 def _kinematic_factor(jacobian, scaled_vectors):  # pragma: no cover - runs compiled
     """κᵢ = ‖Jᵀfᵢ‖² / Σᵣ fᵢᵣ² ‖Jᵣ‖² for the rows fᵢ of W (task_inertia.py, step 3)."""
     size, nv = jacobian.shape
@@ -124,7 +124,7 @@ def _kinematic_factor(jacobian, scaled_vectors):  # pragma: no cover - runs comp
     return factor
 
 
-@kernel(nogil=True)
+@kernel()
 def _attenuation(sigma, band, kinematic, law):  # pragma: no cover - runs compiled
     """max((σ/ε_k)², (κᵢ/κ)²) capped at 1: < 1 only where both are small (step 3), `(m,)`."""
     weak = np.empty(sigma.shape[0])

@@ -34,7 +34,6 @@ _TOLERANCES = types.UniTuple(float64, 2)
         _VECTOR, _VECTOR, _TOLERANCES, float64[::1], float64[:, ::1], boolean[:, ::1],
         float64[:, ::1], float64[::1], float64[:, ::1],
     ),
-    nogil=True,
 )  # fmt: skip
 def solve_stack(
     inverse_inertia,

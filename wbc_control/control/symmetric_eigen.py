@@ -22,7 +22,7 @@ _EPSILON = 2.0**-52
 _MAX_ITERATIONS = 60
 
 
-@kernel(nogil=True)
+@kernel()
 def _tridiagonalize(v, d, e):  # pragma: no cover - runs compiled
     """Householder reduction to tridiagonal form (tred2); v ends as the orthogonal Q."""
     n = v.shape[0]
@@ -97,7 +97,7 @@ def _tridiagonalize(v, d, e):  # pragma: no cover - runs compiled
     e[0] = 0.0
 
 
-@kernel(nogil=True)
+@kernel()
 def _tridiagonal_ql(d, e, vt):  # pragma: no cover - runs compiled
     """Implicit QL iterations of the tridiagonal (d, e) (tql2), eigenvectors as rows of vt."""
     n = d.shape[0]
@@ -168,7 +168,7 @@ def _tridiagonal_ql(d, e, vt):  # pragma: no cover - runs compiled
                 vt[k, j] = p
 
 
-@kernel(types.void(_C_MATRIX, _C_VECTOR, _C_MATRIX), nogil=True)
+@kernel(types.void(_C_MATRIX, _C_VECTOR, _C_MATRIX))
 def symmetric_eigen(matrix, values, vectors):  # pragma: no cover - runs compiled
     """Eigenvalues (ascending) and eigenvectors (rows) of a symmetric matrix, in place.
 

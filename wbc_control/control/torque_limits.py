@@ -88,7 +88,7 @@ class TorqueLimiter:
         return limited, saturated, rate_limited
 
 
-@kernel(boolean(_VECTOR, _VECTOR, _VECTOR), nogil=True)
+@kernel(boolean(_VECTOR, _VECTOR, _VECTOR))
 def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:  # pragma: no cover
     """Whether lower ≤ τ ≤ upper on every joint (all `(n,)`); False for a NaN.
 
