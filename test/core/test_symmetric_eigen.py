@@ -19,7 +19,7 @@ RELATIVE = 1e-13
 
 
 def decomposed(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(λ, V) of `matrix` by `symmetric_eigen`, on a copy (it overwrites its input)."""
+    """(λ, V) of `matrix` by `symmetric_eigen`, on a copy."""
     size = len(matrix)
     values, vectors = np.full(size, np.nan), np.full((size, size), np.nan)
     symmetric_eigen(np.array(matrix, dtype=float, order='C'), values, vectors)
@@ -110,11 +110,16 @@ def test_repeated_eigenvalues():
 
 
 def test_eigenvalues_spread_over_many_orders_of_magnitude():
-    """A scaled task inertia's spectrum near a singularity: 1 down to 1e-12, and any scale."""
+    """A scaled task inertia's spectrum near a singularity: 1 down to 1e-12, scaled by 1e±150.
+
+    At 1e160 the squares in a rotation's norm would overflow: there hypot takes them. (Past
+    about 1e±160 tred2 and tql2's own products leave the range of doubles; the scaled Φ a
+    level decomposes has entries of the order of its weights.)
+    """
     rng = np.random.default_rng(11)
     basis, _ = np.linalg.qr(rng.standard_normal((8, 8)))
     spectrum = np.logspace(-12, 0, 8)
-    for scale in (1e-150, 1e-6, 1.0, 1e6, 1e150):
+    for scale in (1e-150, 1e-6, 1.0, 1e6, 1e150, 1e160):
         assert_decomposes(scale * (basis * spectrum) @ basis.T)
         assert_decomposes(scale * (basis * -spectrum[::-1]) @ basis.T)
 

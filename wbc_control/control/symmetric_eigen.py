@@ -20,14 +20,22 @@ _C_VECTOR = float64[::1]
 _EPSILON = 2.0**-52
 #: QL iterations per eigenvalue before giving up (EISPACK allows 30; 2 to 3 are usual).
 _MAX_ITERATIONS = 60
+#: a² + b² between these: the larger of |a|, |b| squares without overflow or underflow, and the
+#: smaller one's square, even if it underflows, is below the larger's rounding (ratio < 1e-28).
+_SAFE_SQUARES = (1e-280, 1e280)
 
 
 @kernel()
-def _tridiagonalize(v, d, e):  # pragma: no cover - runs compiled
-    """Householder reduction to tridiagonal form (tred2); v ends as the orthogonal Q."""
-    n = v.shape[0]
+def _tridiagonalize(w, d, e):  # pragma: no cover - runs compiled
+    """Householder reduction to tridiagonal form (tred2) of A, held transposed: w = Aᵀ.
+
+    tred2 with every v[a, b] of its matrix read as w[b, a], so that the inner loops run along
+    rows (contiguous, vectorized) and w ends as Qᵀ: the same operations in the same order, the
+    same numbers to the bit.
+    """
+    n = w.shape[0]
     for j in range(n):
-        d[j] = v[n - 1, j]
+        d[j] = w[j, n - 1]
     for i in range(n - 1, 0, -1):
         scale = 0.0
         h = 0.0
@@ -36,9 +44,9 @@ def _tridiagonalize(v, d, e):  # pragma: no cover - runs compiled
         if scale == 0.0:
             e[i] = d[i - 1]
             for j in range(i):
-                d[j] = v[i - 1, j]
-                v[i, j] = 0.0
-                v[j, i] = 0.0
+                d[j] = w[j, i - 1]
+                w[j, i] = 0.0
+                w[i, j] = 0.0
         else:
             for k in range(i):
                 d[k] /= scale
@@ -54,11 +62,11 @@ def _tridiagonalize(v, d, e):  # pragma: no cover - runs compiled
                 e[j] = 0.0
             for j in range(i):
                 f = d[j]
-                v[j, i] = f
-                g = e[j] + v[j, j] * f
+                w[i, j] = f
+                g = e[j] + w[j, j] * f
                 for k in range(j + 1, i):
-                    g += v[k, j] * d[k]
-                    e[k] += v[k, j] * f
+                    g += w[j, k] * d[k]
+                    e[k] += w[j, k] * f
                 e[j] = g
             f = 0.0
             for j in range(i):
@@ -71,30 +79,43 @@ def _tridiagonalize(v, d, e):  # pragma: no cover - runs compiled
                 f = d[j]
                 g = e[j]
                 for k in range(j, i):
-                    v[k, j] -= f * e[k] + g * d[k]
-                d[j] = v[i - 1, j]
-                v[i, j] = 0.0
+                    w[j, k] -= f * e[k] + g * d[k]
+                d[j] = w[j, i - 1]
+                w[j, i] = 0.0
         d[i] = h
     for i in range(n - 1):
-        v[n - 1, i] = v[i, i]
-        v[i, i] = 1.0
+        w[i, n - 1] = w[i, i]
+        w[i, i] = 1.0
         h = d[i + 1]
         if h != 0.0:
             for k in range(i + 1):
-                d[k] = v[k, i + 1] / h
+                d[k] = w[i + 1, k] / h
             for j in range(i + 1):
                 g = 0.0
                 for k in range(i + 1):
-                    g += v[k, i + 1] * v[k, j]
+                    g += w[i + 1, k] * w[j, k]
                 for k in range(i + 1):
-                    v[k, j] -= g * d[k]
+                    w[j, k] -= g * d[k]
         for k in range(i + 1):
-            v[k, i + 1] = 0.0
+            w[i + 1, k] = 0.0
     for j in range(n):
-        d[j] = v[n - 1, j]
-        v[n - 1, j] = 0.0
-    v[n - 1, n - 1] = 1.0
+        d[j] = w[j, n - 1]
+        w[j, n - 1] = 0.0
+    w[n - 1, n - 1] = 1.0
     e[0] = 0.0
+
+
+@kernel()
+def _rotation_norm(a, b):  # pragma: no cover - runs compiled
+    """√(a² + b²), by hypot only where a square could overflow or lose digits to underflow.
+
+    hypot guards every call against both, at twice the cost of a square root; tql2 calls this
+    once per rotation, the loop that carries the decomposition's latency.
+    """
+    squares = a * a + b * b
+    if _SAFE_SQUARES[0] < squares < _SAFE_SQUARES[1]:
+        return math.sqrt(squares)
+    return math.hypot(a, b)
 
 
 @kernel()
@@ -135,7 +156,7 @@ def _tridiagonal_ql(d, e, vt):  # pragma: no cover - runs compiled
                     s2 = s
                     g = c * e[i]
                     h = c * p
-                    r = math.hypot(p, e[i])
+                    r = _rotation_norm(p, e[i])
                     e[i + 1] = s * r
                     s = e[i] / r
                     c = p / r
@@ -173,13 +194,13 @@ def symmetric_eigen(matrix, values, vectors):  # pragma: no cover - runs compile
     """Eigenvalues (ascending) and eigenvectors (rows) of a symmetric matrix, in place.
 
     tred2 then tql2 (Wilkinson & Reinsch 1971). `matrix` `(n, n)` is read from its lower
-    triangle and overwritten; `values` `(n,)` and `vectors` `(n, n)`, row i the eigenvector of
-    values[i], are written.
+    triangle, not written; `values` `(n,)` and `vectors` `(n, n)`, row i the eigenvector of
+    values[i], are written (`vectors` is tred2's working matrix, held transposed).
     """
     n = matrix.shape[0]
     off = np.empty(n)
-    _tridiagonalize(matrix, values, off)
     for i in range(n):
         for j in range(n):
             vectors[i, j] = matrix[j, i]
+    _tridiagonalize(vectors, values, off)
     _tridiagonal_ql(values, off, vectors)
