@@ -9,10 +9,15 @@ Khatib 2005) for a level with Jacobian J, task-space target t = ẍ* − J̇v an
     N      ← N − M⁻¹Jpᵀ Λ_N Jp
 
 made in one call because at these sizes (3 to 40 rows, 9 to 40 joints) each Python-level call
-costs about as much as its arithmetic. `regularized_task_inertia` in task_inertia.py stays the
-readable reference of the law (Chiaverini 1997's variable damping per eigen-direction with the
-kinematic attenuation, Nakamura & Hanafusa 1986); `task_inertia` here computes the same Λ and
-Λ_N, and test/core/test_level_kernel.py holds the two equal.
+costs about as much as its arithmetic. Λ comes as its eigen-directions, Λ = Wᵀ diag(g) W
+(`task_directions`); a level that leaves N as it is (the last one, and every try of the
+joint-limit search) applies it as Wᵀ (g ∘ W r) and never forms the (m, m) matrix, the largest
+saving on a long last level such as a humanoid's posture.
+
+`regularized_task_inertia` in task_inertia.py stays the readable reference of the law
+(Chiaverini 1997's variable damping per eigen-direction with the kinematic attenuation,
+Nakamura & Hanafusa 1986); `task_inertia` here computes the same Λ and Λ_N, and
+test/core/test_level_kernel.py holds the two equal.
 
 The eigen-decomposition is `wbc_control.control.symmetric_eigen`'s; eigenvector signs and the
 order of equal eigenvalues do not change Λ = Wᵀ diag(g) W.
@@ -134,6 +139,101 @@ def _attenuation(sigma, band, kinematic, law):  # pragma: no cover - runs compil
 
 
 @_compiled(
+    types.UniTuple(float64, 4)(
+        _MATRIX, _VECTOR, _VECTOR, _MATRIX, boolean, boolean, float64, _LAW, _C_MATRIX,
+        _C_VECTOR, _C_VECTOR,
+    )
+)  # fmt: skip
+def task_directions(
+    phi,
+    sqrt_weights,
+    mobility,
+    jacobian,
+    kinematic,
+    need_blocking,
+    threshold,
+    law,
+    vectors,
+    gains,
+    blocking_gains,
+):  # pragma: no cover - runs compiled
+    """Λ = Wᵀ diag(g) W and Λ_N = Wᵀ diag(g_N) W of task_inertia.py's docstring, as W, g, g_N.
+
+    Writes W `(m, m)` into `vectors`, g into `gains` and g_N into `blocking_gains` `(m,)`;
+    returns (condition number, directions inverted exactly, directions damped, 1.0 if g_N
+    differs from g else 0.0). With no direction of authority, W and both gains are zero.
+    """
+    size = phi.shape[0]
+    largest = 0.0
+    for i in range(size):
+        largest = max(largest, mobility[i])
+    floor = law[0] * largest
+    scale = np.zeros(size)
+    active = False
+    for i in range(size):
+        if largest > 0.0 and mobility[i] > floor and phi[i, i] > law[0] * mobility[i]:
+            scale[i] = sqrt_weights[i] / math.sqrt(mobility[i])
+            active = True
+    if not active:
+        vectors[:, :] = 0.0
+        gains[:] = 0.0
+        blocking_gains[:] = 0.0
+        return np.inf, 0.0, 0.0, 0.0
+    scaled = np.empty((size, size))  # Φₛ = D Φ D, from Φ's upper triangle
+    for i in range(size):
+        for j in range(i + 1):
+            scaled[i, j] = scaled[j, i] = phi[j, i] * scale[i] * scale[j]
+    sigma = np.empty(size)
+    symmetric_eigen(scaled, sigma, vectors)
+    if sigma[0] < 0.0:  # rounding: Φₛ is positive semi-definite
+        for i in range(size):
+            sigma[i] = max(sigma[i], 0.0)
+    sigma_max = sigma[size - 1]
+    epsilon = threshold * sigma_max
+    null_count = 0
+    below_epsilon = 0
+    for i in range(size):
+        null_count += sigma[i] <= law[1] * sigma_max
+        below_epsilon += sigma[i] < epsilon
+    for i in range(size):  # W = (D U)ᵀ
+        for j in range(size):
+            vectors[i, j] *= scale[j]
+    for i in range(size):  # σ⁻¹ → min(1/σ, σ/ε²)
+        gains[i] = sigma[i] * (1.0 / epsilon**2) if i < below_epsilon else 1.0 / sigma[i]
+    kinematic_band = law[2] * threshold
+    weak = kinematic and sigma[null_count] < kinematic_band * sigma_max
+    exact = size - below_epsilon
+    factor = sigma
+    if weak:
+        factor = _kinematic_factor(jacobian, vectors)
+        attenuation = _attenuation(sigma, kinematic_band * sigma_max, factor, law)
+        for i in range(size):
+            gains[i] *= attenuation[i]
+            exact -= i >= below_epsilon and attenuation[i] < 1.0
+    separate = need_blocking and exact < size - null_count
+    if separate:
+        narrow = law[4] * epsilon
+        for i in range(size):
+            blocking_gains[i] = (
+                sigma[i] * (1.0 / narrow**2) if sigma[i] < narrow else 1.0 / sigma[i]
+            )
+        if weak:
+            band = law[4] * kinematic_band * sigma_max
+            attenuation = _attenuation(sigma, band, factor, law)
+            for i in range(size):
+                blocking_gains[i] *= attenuation[i]
+    else:
+        blocking_gains[:] = gains
+    damped = size - exact - null_count
+    return (
+        sigma_max / sigma[null_count],
+        float(exact),
+        float(max(damped, 0)),
+        1.0 if separate else 0.0,
+    )
+
+
+@_compiled(
     types.UniTuple(float64, 3)(
         _MATRIX, _VECTOR, _VECTOR, _MATRIX, boolean, boolean, float64, _LAW, _C_MATRIX, _C_MATRIX
     )
@@ -153,76 +253,24 @@ def task_inertia(
     """Λ and Λ_N of Φ by the scaled, variably damped inverse of task_inertia.py's docstring.
 
     The compiled twin of `regularized_task_inertia` (same arguments, μ always given: diag(Φ)
-    on a first level). Writes Λ into `inertia` and Λ_N into `blocking` `(m, m)`; returns
-    (condition number, directions inverted exactly, directions damped).
+    on a first level), as matrices: `task_directions`' W and gains multiplied out. Writes Λ
+    into `inertia` and Λ_N into `blocking` `(m, m)`; returns (condition number, directions
+    inverted exactly, directions damped).
     """
     size = phi.shape[0]
-    largest = 0.0
-    for i in range(size):
-        largest = max(largest, mobility[i])
-    if not largest > 0.0:
-        inertia[:, :] = 0.0
-        blocking[:, :] = 0.0
-        return np.inf, 0.0, 0.0
-    floor = law[0] * largest
-    scale = np.zeros(size)
-    active = False
-    for i in range(size):
-        if mobility[i] > floor and phi[i, i] > law[0] * mobility[i]:
-            scale[i] = sqrt_weights[i] / math.sqrt(mobility[i])
-            active = True
-    if not active:
-        inertia[:, :] = 0.0
-        blocking[:, :] = 0.0
-        return np.inf, 0.0, 0.0
-    scaled = np.empty((size, size))  # Φₛ = D Φ D, from Φ's upper triangle
-    for i in range(size):
-        for j in range(i + 1):
-            scaled[i, j] = scaled[j, i] = phi[j, i] * scale[i] * scale[j]
-    sigma = np.empty(size)
     vectors = np.empty((size, size))
-    symmetric_eigen(scaled, sigma, vectors)
-    if sigma[0] < 0.0:  # rounding: Φₛ is positive semi-definite
-        for i in range(size):
-            sigma[i] = max(sigma[i], 0.0)
-    sigma_max = sigma[size - 1]
-    epsilon = threshold * sigma_max
-    null_count = 0
-    below_epsilon = 0
-    for i in range(size):
-        null_count += sigma[i] <= law[1] * sigma_max
-        below_epsilon += sigma[i] < epsilon
-    for i in range(size):  # W = (D U)ᵀ
-        for j in range(size):
-            vectors[i, j] *= scale[j]
-    gains = np.empty(size)  # σ⁻¹ → min(1/σ, σ/ε²)
-    for i in range(size):
-        gains[i] = sigma[i] * (1.0 / epsilon**2) if i < below_epsilon else 1.0 / sigma[i]
-    kinematic_band = law[2] * threshold
-    weak = kinematic and sigma[null_count] < kinematic_band * sigma_max
-    exact = size - below_epsilon
-    factor = sigma
-    if weak:
-        factor = _kinematic_factor(jacobian, vectors)
-        attenuation = _attenuation(sigma, kinematic_band * sigma_max, factor, law)
-        for i in range(size):
-            gains[i] *= attenuation[i]
-            exact -= i >= below_epsilon and attenuation[i] < 1.0
+    gains = np.empty(size)
+    blocking_gains = np.empty(size)
+    condition, exact, damped, separate = task_directions(
+        phi, sqrt_weights, mobility, jacobian, kinematic, need_blocking, threshold, law,
+        vectors, gains, blocking_gains,
+    )  # fmt: skip
     _gain_matrix(vectors, gains, inertia)
-    if need_blocking and exact < size - null_count:
-        narrow = law[4] * epsilon
-        for i in range(size):
-            gains[i] = sigma[i] * (1.0 / narrow**2) if sigma[i] < narrow else 1.0 / sigma[i]
-        if weak:
-            band = law[4] * kinematic_band * sigma_max
-            attenuation = _attenuation(sigma, band, factor, law)
-            for i in range(size):
-                gains[i] *= attenuation[i]
-        _gain_matrix(vectors, gains, blocking)
+    if separate:
+        _gain_matrix(vectors, blocking_gains, blocking)
     else:
         blocking[:, :] = inertia
-    damped = size - exact - null_count
-    return sigma_max / sigma[null_count], float(exact), float(max(damped, 0))
+    return condition, exact, damped
 
 
 @_compiled(
@@ -305,34 +353,38 @@ def level_step(
             mobility[i] = inverse_inertia[columns[i], columns[i]]
         else:
             mobility[i] = np.dot(jacobian[i], inverse_inertia_jt[:, i])
-    inertia = np.empty((size, size))
-    blocking = np.empty((size, size))
-    stats[0], stats[1], stats[2] = task_inertia(
-        phi,
-        sqrt_weights,
-        mobility,
-        projected,
-        kinematic,
-        null_update == BLOCKING,
-        threshold,
-        law,
-        inertia,
-        blocking,
-    )
-    consistent_inverse = np.dot(projected_inverse, inertia)  # (nv, m) J̄
+    vectors = np.empty((size, size))
+    gains = np.empty(size)
+    blocking_gains = np.empty(size)
+    stats[0], stats[1], stats[2], separate = task_directions(
+        phi, sqrt_weights, mobility, projected, kinematic, null_update == BLOCKING, threshold,
+        law, vectors, gains, blocking_gains,
+    )  # fmt: skip
     if selection:
         achieved = np.empty(size)
         for i in range(size):
             achieved[i] = acceleration[columns[i]]
     else:
         achieved = np.dot(jacobian, acceleration)
-    correction = np.dot(consistent_inverse, target - achieved)
+    residual = target - achieved
+    if null_update == KEEP:
+        # N is not needed, nor Λ itself: Λ (t − J q̈) = Wᵀ (g ∘ W (t − J q̈)).
+        directions = np.dot(vectors, residual)
+        for i in range(size):
+            directions[i] *= gains[i]
+        correction = np.dot(projected_inverse, np.dot(vectors.T, directions))
+        for k in range(acceleration.shape[0]):
+            acceleration[k] += scale * correction[k]
+        return
+    task_matrix = np.empty((size, size))
+    _gain_matrix(vectors, gains, task_matrix)  # Λ
+    consistent_inverse = np.dot(projected_inverse, task_matrix)  # (nv, m) J̄
+    correction = np.dot(consistent_inverse, residual)
     for k in range(acceleration.shape[0]):
         acceleration[k] += scale * correction[k]
-    if null_update == KEEP:
-        return
-    if null_update == BLOCKING:
-        consistent_inverse = np.dot(projected_inverse, blocking)
+    if null_update == BLOCKING and separate:
+        _gain_matrix(vectors, blocking_gains, task_matrix)  # Λ_N
+        consistent_inverse = np.dot(projected_inverse, task_matrix)
     used = np.dot(consistent_inverse, projected)
     for a in range(nv):
         for b in range(nv):
