@@ -13,14 +13,16 @@ import time
 import numba
 import pytest
 
-from wbc_control.control import kernel_cache, stack_kernel
-from wbc_control.control.kernel_cache import KERNEL_SOURCES, PREFIX, kernel, sources_digest
+from wbc_control import kernel_cache
+from wbc_control.control import stack_kernel
+from wbc_control.kernel_cache import KERNEL_SOURCES, PREFIX, kernel, sources_digest
 
-PACKAGE = Path(kernel_cache.__file__).resolve().parents[1]
+PACKAGE = Path(kernel_cache.__file__).resolve().parent
 
 
 def copied_sources(tmp_path: Path) -> Path:
     for name in KERNEL_SOURCES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes((kernel_cache.HERE / name).read_bytes())
     return tmp_path
 
@@ -60,7 +62,7 @@ def test_every_compiled_function_of_the_package_goes_through_kernel():
             if isinstance(node, ast.keyword) and node.arg == 'cache':
                 pytest.fail(f'{path}:{node.lineno} sets cache= itself')
             if isinstance(node, ast.Name) and node.id == 'kernel':
-                users.add(path.name)
+                users.add(path.relative_to(PACKAGE).as_posix())
     assert users == set(KERNEL_SOURCES)
 
 

@@ -8,7 +8,7 @@ most of a tick in which the torque fit runs.
 from numba import float64, types
 import numpy as np
 
-from wbc_control.control.kernel_cache import kernel
+from wbc_control.kernel_cache import kernel
 
 _MATRIX = types.Array(float64, 2, 'A', readonly=True)
 _VECTOR = types.Array(float64, 1, 'A', readonly=True)

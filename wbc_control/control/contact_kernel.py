@@ -19,7 +19,7 @@ from numba import boolean, float64, int64, types
 from numba.core.errors import NumbaPerformanceWarning
 import numpy as np
 
-from wbc_control.control.kernel_cache import kernel
+from wbc_control.kernel_cache import kernel
 
 _MATRIX = types.Array(float64, 2, 'A', readonly=True)
 _VECTOR = types.Array(float64, 1, 'A', readonly=True)

@@ -34,7 +34,6 @@ from numba import boolean, float64, int64, types
 from numba.core.errors import NumbaPerformanceWarning
 import numpy as np
 
-from wbc_control.control.kernel_cache import kernel
 from wbc_control.control.symmetric_eigen import symmetric_eigen
 from wbc_control.control.task_inertia import (
     BLOCKING_FRACTION,
@@ -43,6 +42,7 @@ from wbc_control.control.task_inertia import (
     NO_AUTHORITY,
     STRUCTURALLY_NULL,
 )
+from wbc_control.kernel_cache import kernel
 
 #: The law's constants, handed to the kernel as an argument: numba's cache would keep the value
 #: a module-level constant of another file had when it compiled.

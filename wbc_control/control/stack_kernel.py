@@ -18,8 +18,8 @@ from numba import boolean, float64, int64, types
 import numpy as np
 
 from wbc_control.control.joint_limit_kernel import search_level, settle_level, within_bounds
-from wbc_control.control.kernel_cache import kernel
 from wbc_control.control.level_kernel import BLOCKING, KEEP, level_step
+from wbc_control.kernel_cache import kernel
 
 _MATRIX = types.Array(float64, 2, 'A', readonly=True)
 _VECTOR = types.Array(float64, 1, 'A', readonly=True)

@@ -13,7 +13,7 @@ import math
 from numba import float64, types
 import numpy as np
 
-from wbc_control.control.kernel_cache import kernel
+from wbc_control.kernel_cache import kernel
 
 _C_MATRIX = float64[:, ::1]
 _C_VECTOR = float64[::1]

@@ -6,8 +6,8 @@ from numba import boolean, float64, types
 import numpy as np
 import numpy.typing as npt
 
-from wbc_control.control.kernel_cache import kernel
 from wbc_control.exceptions import InvalidShape, InvalidValue
+from wbc_control.kernel_cache import kernel
 
 _VECTOR = types.Array(float64, 1, 'A', readonly=True)
 

@@ -7,7 +7,7 @@ after a change to the callee's file alone (an edit, a `git pull`) numba would lo
 old machine code, the old callee included, and run it. :func:`kernel` therefore caches every
 kernel of this package in a directory named after a hash of all the kernel sources: any change
 to any of them starts a new cache, compiled once. The directory is under numba's cache
-directory when the user set one (`NUMBA_CACHE_DIR`), else in `__pycache__` beside this file;
+directory when the user set one (`NUMBA_CACHE_DIR`), else in the package's `__pycache__`;
 there the newest :data:`KEPT` caches are kept and older ones removed. Where that directory
 cannot be written (a read-only install, whose files do not change), numba falls back to its
 per-user cache.
@@ -23,15 +23,17 @@ import shutil
 import numba
 
 HERE = Path(__file__).resolve().parent
-#: Every module of this package whose functions numba compiles, calls between them included.
+#: Every module of this package whose functions numba compiles, calls between them included
+#: (paths in the package).
 KERNEL_SOURCES = (
-    'bounded_least_squares.py',
-    'contact_kernel.py',
-    'joint_limit_kernel.py',
-    'level_kernel.py',
-    'stack_kernel.py',
-    'symmetric_eigen.py',
-    'torque_limits.py',
+    'control/bounded_least_squares.py',
+    'control/contact_kernel.py',
+    'control/joint_limit_kernel.py',
+    'control/level_kernel.py',
+    'control/stack_kernel.py',
+    'control/symmetric_eigen.py',
+    'control/torque_limits.py',
+    'model/mass_inverse.py',
 )
 PREFIX = 'wbc_kernels-'
 #: Caches kept in the package's own `__pycache__` (a developer switching between versions).
