@@ -155,7 +155,15 @@ def test_update_rejects_bad_vectors():
     q, v = state.q.copy(), state.v.copy()
     with pytest.raises(InvalidShape):
         state.update(q[:-1], v)
-    bad = v.copy()
-    bad[2] = np.nan
-    with pytest.raises(InvalidValue):
-        state.update(q, bad)
+    state.update(q + 0.1, v + 0.2)
+    for entry in (np.nan, np.inf, -np.inf):
+        for index in (0, 2, len(v) - 1):
+            bad_q, bad_v = q.copy(), v.copy()
+            bad_q[index] = entry
+            bad_v[index] = entry
+            for pair in ((bad_q, v), (q, bad_v)):
+                with pytest.raises(InvalidValue):
+                    state.update(*pair)
+                # Refused, the state keeps the last good q and v.
+                np.testing.assert_array_equal(state.q, q + 0.1)
+                np.testing.assert_array_equal(state.v, v + 0.2)

@@ -37,6 +37,7 @@ LOCAL_WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 # Resolved once: the scipy wrappers (cho_factor / cho_solve) cost more than the factorisation
 # of a robot-sized M.
 _POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
+_INFINITY = float('inf')
 _SUM = np.add.reduce  # `ndarray.sum` adds a Python wrapper to each call
 _NOT_POSITIVE_DEFINITE = (
     'the joint-space inertia matrix is not positive definite (massless subtree without a '
@@ -53,6 +54,7 @@ class RobotState:
         self.data = robot.model.createData()
         self.q = robot.neutral_configuration()
         self.v = np.zeros(robot.nv)
+        self._incoming = np.empty(robot.nq + robot.nv)  # q and v, checked before they are kept
         # Views of the Data that `update` fills in place (Pinocchio never reallocates them).
         self.mass_matrix: np.ndarray = self.data.M
         self.nonlinear_effects: np.ndarray = self.data.nle
@@ -87,10 +89,14 @@ class RobotState:
                 f'got {q.shape} and {v.shape}'
             )
         # A sum is finite exactly when every entry is (barring overflow past 1e306, far beyond
-        # any joint state); one reduction per vector instead of an elementwise test and `all`.
-        # x − x is 0 for a finite x and NaN for ±inf and NaN (math.isfinite, without a call).
-        total = _SUM(q) + _SUM(v)
-        if not total - total == 0.0:
+        # any joint state): one reduction over q and v side by side in a scratch buffer (the
+        # state keeps its last good q, v) instead of an elementwise test and `all` per vector.
+        # A comparison, False for NaN, does what math.isfinite does without a call.
+        incoming, nq = self._incoming, self.robot.nq
+        incoming[:nq] = q
+        incoming[nq:] = v
+        total = _SUM(incoming)
+        if not -_INFINITY < total < _INFINITY:
             raise InvalidValue('q or v has non-finite entries')
         self.q[:] = q
         self.v[:] = v
