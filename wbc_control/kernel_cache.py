@@ -34,6 +34,7 @@ KERNEL_SOURCES = (
     'control/symmetric_eigen.py',
     'control/torque_limits.py',
     'model/mass_inverse.py',
+    'tasks/pd_law.py',
 )
 PREFIX = 'wbc_kernels-'
 #: Caches kept in the package's own `__pycache__` (a developer switching between versions).

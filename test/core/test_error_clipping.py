@@ -112,3 +112,24 @@ def test_max_error_is_a_task_parameter_validated_at_start_and_live():
     update = plan_live_update(panda, controller, settings, {'tasks.hand.kp': 50.0})
     apply_live_update(controller, update)
     assert controller.task('hand').gains.max_error == 0.2
+
+
+@pytest.mark.parametrize('max_error', [0.0, 0.05])
+def test_the_law_written_in_place_is_the_law_to_the_bit(max_error):
+    """`write_acceleration` (compiled without clipping) equals `acceleration`, bit for bit.
+
+    Per-axis gains, a read-only reference and views with strides, as the tasks pass them.
+    """
+    rng = np.random.default_rng(5)
+    for size in (1, 3, 6, 32):
+        gains = PDGains.create(rng.uniform(1, 100, size), rng.uniform(0, 20, size), size)
+        gains = gains.with_max_error(max_error)
+        feed_forward, reference, velocity = (rng.standard_normal(size) for _ in range(3))
+        feed_forward.flags.writeable = False
+        error = rng.standard_normal(2 * size)[::2]  # a strided view
+        desired = np.full(3 * size, np.nan)
+        gains.write_acceleration(desired[1::3], feed_forward, reference, velocity, error)
+        expected = gains.acceleration(feed_forward, reference - velocity, error)
+        npt.assert_array_equal(desired[1::3], expected)
+        assert np.isnan(desired[0::3]).all() and np.isnan(desired[2::3]).all()
+        assert gains.clips(error) == (max_error > 0.0)  # the clipped law is the one checked

@@ -9,13 +9,17 @@ direction per group of rows of one unit, e ← e · min(1, e_max / ‖e‖), as 
 `error_clip` does.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 import math
 
+from numba import float64, types
 import numpy as np
 import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
+from wbc_control.kernel_cache import kernel
 
 # The ufuncs themselves: `ndarray.clip` and `ndarray.max` add a Python wrapper to each call.
 _MINIMUM, _MAXIMUM, _MAX = np.minimum, np.maximum, np.maximum.reduce
@@ -51,6 +55,11 @@ class PDGains:
     #: None: no clipping; () : one group (the whole error); 'rows': every row a group;
     #: else the (k, k) matrix whose product with e∘e gives each row its group's ‖e‖².
     _plan: object = field(default=None, init=False, repr=False, compare=False)
+    #: `write_acceleration(desired, ẍ_ref, ẋ_ref, ẋ, e)`: without clipping the compiled law
+    #: with these gains bound (`pd_rows`), one call in place of five array operations.
+    write_acceleration: Callable[..., None] = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         size = self.kp.shape[0]
@@ -67,6 +76,9 @@ class PDGains:
             plan = (members[:, np.newaxis] == members[np.newaxis, :]).astype(float)
             plan.flags.writeable = False
         object.__setattr__(self, '_plan', plan)
+        unclipped = partial(pd_rows, self.kp, self.kd)
+        write = unclipped if plan is None else self._write_clipped
+        object.__setattr__(self, 'write_acceleration', write)
 
     @classmethod
     def create(
@@ -136,7 +148,7 @@ class PDGains:
             error = self.clipped(error)
         return feed_forward + self.kd * velocity_error + self.kp * error
 
-    def write_acceleration(
+    def _write_clipped(
         self,
         desired: np.ndarray,
         feed_forward: np.ndarray,
@@ -146,14 +158,26 @@ class PDGains:
     ) -> None:
         """`desired` ← ẍ_ref + K_d (ẋ_ref − ẋ) + K_p clip(e): :meth:`acceleration`, in place.
 
-        The same operations in the same order, so the same numbers to the last bit.
+        The same operations in the same order as `pd_rows`, so the same numbers to the bit.
         """
         _SUBTRACT(velocity_reference, velocity, out=desired)
         desired *= self.kd
         desired += feed_forward
-        if self._plan is not None:
-            error = self.clipped(error)
-        desired += self.kp * error
+        desired += self.kp * self.clipped(error)
+
+
+_READ = types.Array(float64, 1, 'A', readonly=True)
+
+
+@kernel(types.void(_READ, _READ, types.Array(float64, 1, 'A'), _READ, _READ, _READ, _READ))
+def pd_rows(
+    kp, kd, desired, feed_forward, velocity_reference, velocity, error
+):  # pragma: no cover - runs compiled
+    """`desired` ← ẍ_ref + K_d (ẋ_ref − ẋ) + K_p e row by row (Khatib 1987, eq 26), unclipped."""
+    for i in range(desired.shape[0]):
+        desired[i] = (
+            (velocity_reference[i] - velocity[i]) * kd[i] + feed_forward[i] + kp[i] * error[i]
+        )
 
 
 def check_max_error(value: object) -> float:
