@@ -235,6 +235,27 @@ def test_contact_types_fix_6_3_and_1_directions():
     assert dims == [6, 3, 1]
 
 
+@pytest.mark.parametrize('seed', range(3))
+def test_the_stacked_constraint_rows_are_each_contacts_rows_of_its_frame_terms(seed):
+    """A = stacked C_i J_i and Ȧq̇ = stacked C_i J̇_i v, C_i the contact's rows, every type."""
+    talos = robot('talos')
+    state = random_state(talos, seed)
+    contacts = [
+        Contact.create(talos, 'left_sole_link', 'surface'),
+        Contact.create(talos, 'right_sole_link', 'point'),
+        Contact.create(talos, 'gripper_left_base_link', 'along', axis=[0.3, -0.2, 0.9]),
+    ]
+    constraint, drift = contact_jacobian(state, contacts)
+    expected_rows, expected_drift = [], []
+    for contact in contacts:
+        _, jacobian, frame_drift = state.frame_terms(contact.frame_id)
+        expected_rows.append(contact.rows @ jacobian)
+        expected_drift.append(contact.rows @ frame_drift)
+    np.testing.assert_allclose(constraint, np.vstack(expected_rows), rtol=0.0, atol=1e-15)
+    np.testing.assert_allclose(drift, np.concatenate(expected_drift), rtol=0.0, atol=1e-15)
+    assert constraint.shape == (10, talos.nv)
+
+
 def test_an_along_contact_takes_a_finite_non_zero_axis_and_normalises_it():
     talos = robot('talos')
     contact = Contact.create(talos, 'left_sole_link', 'along', axis=[0.0, 0.0, 2.0])

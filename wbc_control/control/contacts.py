@@ -128,15 +128,22 @@ def contact_jacobian(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stacked constraint Jacobian A `(m, nv)` and drift Ȧq̇ `(m,)` of all contacts.
 
-    Written into `out` (`constraint_buffers`) when given, else into new arrays.
+    C_i J_i and C_i J̇_i v per contact, C_i its `rows`; for a surface or point contact, whose
+    rows are the first six or three of the identity, the rows copied. Written into `out`
+    (`constraint_buffers`) when given, else into new arrays.
     """
     constraint, drift = constraint_buffers(contacts, state.model.nv) if out is None else out
     start = 0
     for contact in contacts:
         _, jacobian, frame_drift = state.frame_terms(contact.frame_id)
-        rows = slice(start, start + contact.rows.shape[0])
-        contact.rows.dot(jacobian, out=constraint[rows])
-        contact.rows.dot(frame_drift, out=drift[rows])
+        size = contact.rows.shape[0]
+        rows = slice(start, start + size)
+        if contact.kind is ContactType.ALONG:
+            contact.rows.dot(jacobian, out=constraint[rows])
+            contact.rows.dot(frame_drift, out=drift[rows])
+        else:  # surface, point: the first 6 or 3 rows of the identity, copied
+            constraint[rows] = jacobian[:size]
+            drift[rows] = frame_drift[:size]
         start = rows.stop
     return constraint, drift
 
