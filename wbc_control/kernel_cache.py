@@ -30,6 +30,7 @@ KERNEL_SOURCES = (
     'control/contact_kernel.py',
     'control/joint_limit_kernel.py',
     'control/level_kernel.py',
+    'control/semidefinite_eigen.py',
     'control/stack_kernel.py',
     'control/symmetric_eigen.py',
     'control/torque_limits.py',

@@ -48,11 +48,12 @@ def damping_noise_floor(size: int, threshold: float) -> float:
     """How far two eigen-solvers' Λ may differ, relative to its largest entry.
 
     A direction with σ < ε = threshold · σ_max gets the gain σ / ε² (task_inertia.py, step 3),
-    so a structurally null direction, whose σ is the solver's rounding (about size · eps ·
-    σ_max, different for each solver and each CPU's BLAS), adds about size · eps / threshold²
-    times the largest gain 1/σ_min of the healthy ones: 2e-9 for a 9-row level at threshold
-    1e-3 (seen: 2.1e-9 between the compiled solver and LAPACK at the Panda's elbow
-    singularity, on a CPU with AVX-512). Ten times that, and never below TOLERANCE.
+    and two backward-stable solvers agree on σ only to about size · eps · σ_max, so a damped
+    direction whose σ is that small (just above the structurally null limit, where the gain
+    becomes 0) differs by about size · eps / threshold² times the largest gain 1/σ_min of the
+    healthy ones: 2e-9 for a 9-row level at threshold 1e-3 (seen: 2.1e-9 between the compiled
+    solver and LAPACK at the Panda's elbow singularity, on a CPU with AVX-512, when null
+    directions still had that gain). Ten times that, and never below TOLERANCE.
     """
     return max(TOLERANCE, 10.0 * size * np.finfo(float).eps / threshold**2)
 

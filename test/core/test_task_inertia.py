@@ -132,6 +132,26 @@ def test_structural_rank_loss_is_relative_to_the_largest_eigenvalue():
     assert result.condition_number == pytest.approx(1.0)
 
 
+def test_a_structurally_null_direction_gets_no_gain():
+    """σ ≤ 1e-9 σ_max: gain 0, not σ/ε² (step 3). Λ is the exact rank-one inverse of the rest.
+
+    With σ/ε² the null direction, whose σ is the rounding of Φ in a real level, would add
+    σ_null/ε² of it to Λ: 1e-5 of Λ's largest entry here.
+    """
+    angle = np.radians(30.0)
+    rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    for small in (1e-10, 1e-11, 0.0):
+        phi = rotation @ np.diag([1.0, small]) @ rotation.T
+        result = regularized_task_inertia(phi, np.array([1.0, 3.0]), 1e-3)
+        scale = np.array([1.0, 3.0]) / np.sqrt(phi.diagonal())
+        values, vectors = np.linalg.eigh(phi * np.outer(scale, scale))
+        direction = scale * vectors[:, 1]
+        expected = np.outer(direction, direction) / values[1]
+        np.testing.assert_allclose(result.inertia, expected, rtol=1e-9, atol=0.0)
+        np.testing.assert_allclose(result.blocking, expected, rtol=1e-9, atol=0.0)
+        assert (result.rank, result.damped) == (1, 0)
+
+
 def test_a_level_without_authority_reports_nothing_inverted():
     result = regularized_task_inertia(np.zeros((3, 3)), np.ones(3), 1e-3)
     assert (result.rank, result.damped) == (0, 0)

@@ -19,8 +19,10 @@ saving on a long last level such as a humanoid's posture.
 Nakamura & Hanafusa 1986); `task_inertia` here computes the same Λ and Λ_N, and
 test/core/test_level_kernel.py holds the two equal.
 
-The eigen-decomposition is `wbc_control.control.symmetric_eigen`'s; eigenvector signs and the
-order of equal eigenvalues do not change Λ = Wᵀ diag(g) W.
+The eigen-decomposition is `wbc_control.control.semidefinite_eigen`'s (through a pivoted
+Cholesky factor where Φₛ has lost rank, else `symmetric_eigen`'s); eigenvector signs, the order
+of equal eigenvalues and the basis of the structurally null directions (gain 0) do not change
+Λ = Wᵀ diag(g) W.
 
 Every function is compiled for explicit signatures when this module is imported, from numba's
 on-disk cache after the first time (`kernel_cache.kernel`): a controller's first tick never
@@ -34,7 +36,7 @@ from numba import boolean, float64, int64, types
 from numba.core.errors import NumbaPerformanceWarning
 import numpy as np
 
-from wbc_control.control.symmetric_eigen import symmetric_eigen
+from wbc_control.control.semidefinite_eigen import semidefinite_eigen
 from wbc_control.control.task_inertia import (
     BLOCKING_FRACTION,
     KINEMATIC_BAND,
@@ -184,7 +186,7 @@ def task_directions(
         for j in range(i + 1):
             scaled[i, j] = scaled[j, i] = phi[j, i] * scale[i] * scale[j]
     sigma = np.empty(size)
-    symmetric_eigen(scaled, sigma, vectors)
+    semidefinite_eigen(scaled, sigma, vectors)
     if sigma[0] < 0.0:  # rounding: Φₛ is positive semi-definite
         for i in range(size):
             sigma[i] = max(sigma[i], 0.0)
@@ -198,8 +200,10 @@ def task_directions(
     for i in range(size):  # W = (D U)ᵀ
         for j in range(size):
             vectors[i, j] *= scale[j]
-    for i in range(size):  # σ⁻¹ → min(1/σ, σ/ε²)
+    for i in range(size):  # σ⁻¹ → min(1/σ, σ/ε²), 0 where structurally null
         gains[i] = sigma[i] * (1.0 / epsilon**2) if i < below_epsilon else 1.0 / sigma[i]
+        if i < null_count:
+            gains[i] = 0.0
     kinematic_band = law[2] * threshold
     weak = kinematic and sigma[null_count] < kinematic_band * sigma_max
     exact = size - below_epsilon
@@ -217,6 +221,8 @@ def task_directions(
             blocking_gains[i] = (
                 sigma[i] * (1.0 / narrow**2) if sigma[i] < narrow else 1.0 / sigma[i]
             )
+            if i < null_count:
+                blocking_gains[i] = 0.0
         if weak:
             band = law[4] * kinematic_band * sigma_max
             attenuation = _attenuation(sigma, band, factor, law)

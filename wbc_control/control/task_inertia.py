@@ -27,6 +27,14 @@ The rule, in four steps:
    eigen-direction separately as in Chiaverini (1997) and the numerical filtering of
    Maciejewski & Klein (1988), leaves the healthy directions exact.
 
+   A direction with σ ≤ `STRUCTURALLY_NULL` σ_max is structurally null (the level has more
+   rows than the degrees of freedom left to it): its σ is the rounding of Φ, up to about
+   1e-12 σ_max after a few levels' projections, and its gain is 0 rather than σ/ε², which
+   would turn that rounding into entries of Λ up to 1e-6 of its largest (a numerical rank, as
+   in the rank-deficient least squares of Golub & Van Loan 2013, sec 5.5). At σ = 1e-9 σ_max
+   the gain steps from 1e-6 of the band's largest, 1/ε, to 0 (1e-4 for Λ_N of step 4), where
+   the direction is all but gone.
+
    Why two bands: a direction asks for a torque of about √σ · gain · error, so with the law
    above the torque peaks at the band edge at √(σ_far / ε) times what it is where σ = σ_far.
    Crossing a stretched elbow with ε = 1e-3 σ_max that was 4 to 5 times the torque 0.3 rad
@@ -160,9 +168,10 @@ def regularized_task_inertia(
     # σ⁻¹ → min(1/σ, σ/ε²) (step 3), inline: the same calls whether or not σ < ε anywhere.
     inverse = sigma * (1.0 / epsilon**2)
     inverse[below_epsilon:] = 1.0 / sigma[below_epsilon:]
+    inverse[:null_count] = 0.0  # structurally null: no gain (step 3)
     weak = None
     kinematic_band = KINEMATIC_BAND * threshold
-    # Only non-null directions can be weak; structurally null ones get ~0 gain either way.
+    # Only non-null directions can be weak; structurally null ones have no gain to attenuate.
     if jacobian is not None and sigma_values[null_count] < kinematic_band * sigma_max:
         weak = _kinematic_attenuation(
             sigma, kinematic_band * sigma_max, jacobian, scaled_vectors_t
@@ -176,6 +185,7 @@ def regularized_task_inertia(
     if need_blocking and exact < size - null_count:
         narrow = BLOCKING_FRACTION * epsilon
         inverse = _damped_inverse(sigma, narrow, bisect_left(sigma_values, narrow))
+        inverse[:null_count] = 0.0
         if weak is not None:
             band = BLOCKING_FRACTION * kinematic_band * sigma_max
             inverse *= _kinematic_attenuation(sigma, band, jacobian, scaled_vectors_t)
