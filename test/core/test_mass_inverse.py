@@ -107,3 +107,20 @@ def test_a_matrix_that_is_not_positive_definite_is_refused(entry):
     shifted = mass - 1.5 * np.linalg.eigvalsh(mass)[0] * np.eye(model.nv)
     assert np.all(np.diag(shifted) > 0.0) and np.linalg.eigvalsh(shifted)[0] < 0.0
     assert not inverse_of(model, shifted)[0]
+
+
+def test_any_memory_order_gives_the_same_inverse():
+    """Pinocchio's M is column-major; a row-major copy or a strided view reads the same."""
+    model = every_joint_tree(2)
+    mass = pin.crba(model, model.createData(), pin.neutral(model))
+    mass = np.triu(mass) + np.triu(mass, 1).T
+    parents, work = dof_parents(model), np.empty((3, model.nv, model.nv))
+    results = []
+    padded = np.zeros((2 * model.nv, 2 * model.nv))
+    padded[::2, ::2] = mass
+    for layout in (np.ascontiguousarray(mass), np.asfortranarray(mass), padded[::2, ::2]):
+        inverse = np.empty_like(mass)
+        assert tree_inverse(layout, parents, work, inverse)
+        results.append(inverse)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])

@@ -16,11 +16,14 @@ The DoFs' parents `λ` come from the model (`dof_parents`): the previous DoF of 
 parent joint; Pinocchio numbers every DoF after its ancestors (λ(k) < k).
 """
 
-from numba import boolean, float64, int64
+from numba import boolean, float64, int64, types
 import numpy as np
 import pinocchio as pin
 
 from wbc_control.kernel_cache import kernel
+
+#: M in any memory order (Pinocchio's is column-major), read only.
+_ANY_MATRIX = types.Array(float64, 2, 'A', readonly=True)
 
 
 def dof_parents(model: pin.Model) -> np.ndarray:
@@ -41,12 +44,13 @@ def dof_parents(model: pin.Model) -> np.ndarray:
     return parents
 
 
-@kernel(boolean(float64[:, ::1], int64[::1], float64[:, :, ::1], float64[:, ::1]))
+@kernel(boolean(_ANY_MATRIX, int64[::1], float64[:, :, ::1], float64[:, ::1]))
 def tree_inverse(matrix, parents, work, inverse):  # pragma: no cover - runs compiled
     """Write M⁻¹ into `inverse` `(n, n)` by M = Lᵀ D L (module docstring); False if M ⊁ 0.
 
     Args:
-        matrix: M `(n, n)`, read on the branch-induced pattern (both triangles equal).
+        matrix: M `(n, n)`, in any memory order, read on its lower triangle's branch-induced
+            pattern.
         parents: λ of `dof_parents` `(n,)`.
         work: scratch `(3, n, n)`: the factor (L below the diagonal, D on it), X, X D⁻¹.
         inverse: written with M⁻¹ when M is positive definite.

@@ -138,8 +138,7 @@ class RobotState:
         """
         if not self._inverse_valid:
             work = self._inverse_work
-            # Pinocchio's M is column-major; its transpose is the same symmetric matrix, row-major.
-            if not tree_inverse(self.mass_matrix.T, self._dof_parents, work, self._inverse):
+            if not tree_inverse(self.mass_matrix, self._dof_parents, work, self._inverse):
                 raise InvalidValue(_NOT_POSITIVE_DEFINITE)
             self._inverse_valid = True
         return self._inverse
