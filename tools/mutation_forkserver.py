@@ -1,14 +1,15 @@
 """Fork server for `tools/mutation_test.py`: import once, fork one pytest run per mutant.
 
 Started in a copy of the repository (``python mutation_forkserver.py TREE``), it imports what
-no mutant changes (numpy, scipy, numba, Pinocchio, Hypothesis, pytest and the robot model
-layer; not the test suite's `robots` helper, which imports the controller), then reads one JSON
-request per line: ``{"argv": [...], "timeout": s, "log": path, "cap": max Hypothesis examples,
-"environment": {name: value}}``. For each it forks; the child sets the environment (numba's
-configuration re-read from it, so ``NUMBA_DISABLE_JIT=1`` takes effect for the modules it
-imports next), runs ``pytest.main(argv)`` in TREE with its output in ``log`` and imports the
-mutated control and task modules fresh from disk (the parent never imports
-them). The parent answers with one JSON line ``{"code": exit code, or null on timeout}``.
+no mutant changes (numpy, scipy, numba, Pinocchio, Hypothesis, pytest and the robot model,
+not `RobotState` with its compiled M⁻¹ nor the test suite's `robots` helper, which imports
+the controller), then reads one JSON request per line: ``{"argv": [...], "timeout": s,
+"log": path, "cap": max Hypothesis examples, "environment": {name: value}}``. For each it
+forks; the child sets the environment (numba's configuration re-read from it, so
+``NUMBA_DISABLE_JIT=1`` takes effect for the modules it imports next), runs
+``pytest.main(argv)`` in TREE with its output in ``log`` and imports the mutated modules fresh
+from disk (the parent never imports them). The parent answers with one JSON line
+``{"code": exit code, or null on timeout}``.
 """
 
 import json
@@ -18,8 +19,14 @@ import signal
 import sys
 import time
 
-#: Must stay unimported in the parent: the mutants live there.
-MUTATED_PACKAGES = ('wbc_control.control', 'wbc_control.tasks')
+#: Must stay unimported in the parent: the mutants live there (and `robot_state`, which
+#: imports the compiled M⁻¹ of `model.mass_inverse`).
+MUTATED_PACKAGES = (
+    'wbc_control.control',
+    'wbc_control.tasks',
+    'wbc_control.model.mass_inverse',
+    'wbc_control.model.robot_state',
+)
 
 
 def preload(tree: Path) -> None:
@@ -34,7 +41,6 @@ def preload(tree: Path) -> None:
     import scipy.linalg  # noqa: F401
 
     import wbc_control.model.robot_model  # noqa: F401
-    import wbc_control.model.robot_state  # noqa: F401
 
     leaked = [m for m in sys.modules if m.startswith(MUTATED_PACKAGES)]
     assert not leaked, f'the fork server imported mutated modules: {leaked}'

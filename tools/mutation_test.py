@@ -16,7 +16,8 @@ reproducible. A first pass caps every Hypothesis test at ``--quick-examples`` ex
 counts, and only those verdicts are reported.
 
 The numba kernels (``control/level_kernel.py``, ``control/symmetric_eigen.py``,
-``control/joint_limit_kernel.py``, ``control/bounded_least_squares.py``) are mutated
+``control/joint_limit_kernel.py``, ``control/bounded_least_squares.py``,
+``model/mass_inverse.py``, ``control/semidefinite_eigen.py``) are mutated
 with ``NUMBA_DISABLE_JIT=1`` in their tests' environment (``ENVIRONMENT_BY_MODULE``): numba then
 returns the plain Python functions, which mean the same as the compiled ones (the same
 arithmetic in float64, the same loops), so a mutant costs its tests' run instead of a
@@ -61,6 +62,8 @@ MODULES = (
     'wbc_control/control/bounded_least_squares.py',
     'wbc_control/control/level_search.py',
     'wbc_control/control/joint_limits.py',
+    'wbc_control/model/mass_inverse.py',
+    'wbc_control/control/semidefinite_eigen.py',
 )
 #: Fastest and most specific first: with -x a killed mutant stops at its first failure.
 TESTS = (
@@ -124,6 +127,14 @@ TESTS_BY_MODULE = {
         'test/core/test_level_kernel.py',
         'test/core/test_prioritized_controller.py',
     ),
+    'wbc_control/model/mass_inverse.py': (
+        'test/core/test_mass_inverse.py',
+        'test/core/test_robot_state.py',
+    ),
+    'wbc_control/control/semidefinite_eigen.py': (
+        'test/core/test_semidefinite_eigen.py',
+        'test/core/test_level_kernel.py',
+    ),
     'wbc_control/control/symmetric_eigen.py': (
         'test/core/test_symmetric_eigen.py',
         'test/core/test_level_kernel.py',
@@ -163,6 +174,8 @@ ENVIRONMENT_BY_MODULE = {
     'wbc_control/control/symmetric_eigen.py': {'NUMBA_DISABLE_JIT': '1'},
     'wbc_control/control/joint_limit_kernel.py': {'NUMBA_DISABLE_JIT': '1'},
     'wbc_control/control/bounded_least_squares.py': {'NUMBA_DISABLE_JIT': '1'},
+    'wbc_control/model/mass_inverse.py': {'NUMBA_DISABLE_JIT': '1'},
+    'wbc_control/control/semidefinite_eigen.py': {'NUMBA_DISABLE_JIT': '1'},
 }
 TIMEOUT_S = 600.0
 

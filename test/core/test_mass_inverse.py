@@ -124,3 +124,20 @@ def test_any_memory_order_gives_the_same_inverse():
         results.append(inverse)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], results[2])
+
+
+@pytest.mark.parametrize('root', [0.0, -1.0, 1.0])
+def test_the_root_pivot_which_comes_last_decides_too(root):
+    """The root's pivot, the last one (leaves to root), is checked like the others.
+
+    M = Lᵀ D L of a chain with integer L and D: the factorisation is exact, so the root's pivot
+    is exactly D₀; 0 and −1 are refused, 1 inverted.
+    """
+    parents = np.array([-1, 0, 1], dtype=np.int64)
+    lower = np.array([[1.0, 0.0, 0.0], [2.0, 1.0, 0.0], [1.0, 3.0, 1.0]])
+    mass = lower.T @ np.diag([root, 2.0, 5.0]) @ lower
+    inverse = np.full((3, 3), np.nan)
+    done = tree_inverse(mass, parents, np.empty((3, 3, 3)), inverse)
+    assert done == (root > 0.0)
+    if done:
+        np.testing.assert_allclose(inverse, np.linalg.inv(mass), rtol=1e-12, atol=1e-12)
