@@ -87,3 +87,13 @@ def test_rounding_below_the_last_pivot_is_left_out_and_a_zero_matrix_has_rank_0(
     rank, values, vectors = decomposed(np.zeros((4, 4)))
     assert rank == 0 and not values.any() and not vectors.any()
     assert decomposed(np.zeros((0, 0)))[0] == 0
+
+
+@pytest.mark.parametrize('scale', [1e-30, 1e-12, 1.0, 1e12])
+def test_the_rank_and_the_spectrum_do_not_depend_on_the_unit(scale):
+    """The stopping pivot is relative to the matrix (m ε max diag), not an absolute number."""
+    matrix = gram(np.random.default_rng(4), 10, 4, spread=3.0)
+    rank, values, _ = decomposed(scale * matrix)
+    reference_rank, reference_values, _ = decomposed(matrix)
+    assert rank == reference_rank == 4
+    np.testing.assert_allclose(values, scale * reference_values, rtol=1e-12, atol=0.0)
