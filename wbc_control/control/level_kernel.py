@@ -111,6 +111,18 @@ def _gain_matrix(scaled_vectors, gains, out):  # pragma: no cover - runs compile
 
 
 @kernel()
+def _damped_gains(sigma, band, null_count, out):  # pragma: no cover - runs compiled
+    """σ⁻¹ → min(1/σ, σ/ε²) with ε = `band`, 0 for the first `null_count` (step 3), into `out`."""
+    for i in range(sigma.shape[0]):
+        if i < null_count:
+            out[i] = 0.0
+        elif sigma[i] < band:
+            out[i] = sigma[i] * (1.0 / band**2)
+        else:
+            out[i] = 1.0 / sigma[i]
+
+
+@kernel()
 def _kinematic_factor(jacobian, scaled_vectors):  # pragma: no cover - runs compiled
     """κᵢ = ‖Jᵀfᵢ‖² / Σᵣ fᵢᵣ² ‖Jᵣ‖² for the rows fᵢ of W (task_inertia.py, step 3)."""
     size, nv = jacobian.shape
@@ -172,8 +184,8 @@ def task_directions(
     floor = law[0] * largest
     scale = np.zeros(size)
     active = False
-    for i in range(size):
-        if largest > 0.0 and mobility[i] > floor and phi[i, i] > law[0] * mobility[i]:
+    for i in range(size if largest > 0.0 else 0):
+        if mobility[i] > floor and phi[i, i] > law[0] * mobility[i]:
             scale[i] = sqrt_weights[i] / math.sqrt(mobility[i])
             active = True
     if not active:
@@ -200,10 +212,7 @@ def task_directions(
     for i in range(size):  # W = (D U)ᵀ
         for j in range(size):
             vectors[i, j] *= scale[j]
-    for i in range(size):  # σ⁻¹ → min(1/σ, σ/ε²), 0 where structurally null
-        gains[i] = sigma[i] * (1.0 / epsilon**2) if i < below_epsilon else 1.0 / sigma[i]
-        if i < null_count:
-            gains[i] = 0.0
+    _damped_gains(sigma, epsilon, null_count, gains)
     kinematic_band = law[2] * threshold
     weak = kinematic and sigma[null_count] < kinematic_band * sigma_max
     exact = size - below_epsilon
@@ -216,13 +225,7 @@ def task_directions(
             exact -= i >= below_epsilon and attenuation[i] < 1.0
     separate = need_blocking and exact < size - null_count
     if separate:
-        narrow = law[4] * epsilon
-        for i in range(size):
-            blocking_gains[i] = (
-                sigma[i] * (1.0 / narrow**2) if sigma[i] < narrow else 1.0 / sigma[i]
-            )
-            if i < null_count:
-                blocking_gains[i] = 0.0
+        _damped_gains(sigma, law[4] * epsilon, null_count, blocking_gains)
         if weak:
             band = law[4] * kinematic_band * sigma_max
             attenuation = _attenuation(sigma, band, factor, law)
@@ -379,15 +382,15 @@ def level_step(
         for i in range(size):
             directions[i] *= gains[i]
         correction = np.dot(projected_inverse, np.dot(vectors.T, directions))
-        for k in range(acceleration.shape[0]):
-            acceleration[k] += scale * correction[k]
-        return
-    task_matrix = np.empty((size, size))
-    _gain_matrix(vectors, gains, task_matrix)  # Λ
-    consistent_inverse = np.dot(projected_inverse, task_matrix)  # (nv, m) J̄
-    correction = np.dot(consistent_inverse, residual)
+    else:
+        task_matrix = np.empty((size, size))
+        _gain_matrix(vectors, gains, task_matrix)  # Λ
+        consistent_inverse = np.dot(projected_inverse, task_matrix)  # (nv, m) J̄
+        correction = np.dot(consistent_inverse, residual)
     for k in range(acceleration.shape[0]):
         acceleration[k] += scale * correction[k]
+    if null_update == KEEP:
+        return
     if null_update == BLOCKING and separate:
         _gain_matrix(vectors, blocking_gains, task_matrix)  # Λ_N
         consistent_inverse = np.dot(projected_inverse, task_matrix)

@@ -165,10 +165,7 @@ def regularized_task_inertia(
     below_epsilon = bisect_left(sigma_values, epsilon)
     # Λ = D U diag(σ⁻¹) Uᵀ D = Wᵀ diag(σ⁻¹) W with W = (D U)ᵀ.
     scaled_vectors_t = solver.eigenvectors().T * scale  # (m, m) W
-    # σ⁻¹ → min(1/σ, σ/ε²) (step 3), inline: the same calls whether or not σ < ε anywhere.
-    inverse = sigma * (1.0 / epsilon**2)
-    inverse[below_epsilon:] = 1.0 / sigma[below_epsilon:]
-    inverse[:null_count] = 0.0  # structurally null: no gain (step 3)
+    inverse = _damped_inverse(sigma, epsilon, below_epsilon, null_count)  # step 3
     weak = None
     kinematic_band = KINEMATIC_BAND * threshold
     # Only non-null directions can be weak; structurally null ones have no gain to attenuate.
@@ -184,8 +181,7 @@ def regularized_task_inertia(
     blocking = inertia
     if need_blocking and exact < size - null_count:
         narrow = BLOCKING_FRACTION * epsilon
-        inverse = _damped_inverse(sigma, narrow, bisect_left(sigma_values, narrow))
-        inverse[:null_count] = 0.0
+        inverse = _damped_inverse(sigma, narrow, bisect_left(sigma_values, narrow), null_count)
         if weak is not None:
             band = BLOCKING_FRACTION * kinematic_band * sigma_max
             inverse *= _kinematic_attenuation(sigma, band, jacobian, scaled_vectors_t)
@@ -217,12 +213,18 @@ def _kinematic_factor(jacobian: np.ndarray, scaled_vectors_t: np.ndarray) -> np.
     return _SUM(moved * moved, axis=1) / np.maximum(denominator, _TINY)
 
 
-def _damped_inverse(sigma: np.ndarray, epsilon: float, below_epsilon: int) -> np.ndarray:
-    """σ⁻¹ → min(1/σ, σ/ε²) for ascending σ, of which the first `below_epsilon` are < ε."""
+def _damped_inverse(
+    sigma: np.ndarray, epsilon: float, below_epsilon: int, null_count: int
+) -> np.ndarray:
+    """σ⁻¹ → min(1/σ, σ/ε²) for ascending σ, the first `below_epsilon` < ε (step 3).
+
+    The first `null_count` (structurally null, all below ε) get 0.
+    """
     if below_epsilon == 0:
         return 1.0 / sigma
     inverse = sigma * (1.0 / epsilon**2)
     inverse[below_epsilon:] = 1.0 / sigma[below_epsilon:]
+    inverse[:null_count] = 0.0
     return inverse
 
 
