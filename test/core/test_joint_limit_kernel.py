@@ -2,12 +2,12 @@
 
 `JointLimits.saturate_levels` with `JointLimits.plan` (joint_limits.py) is the readable
 multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2); the controller runs the whole
-stack in one compiled call, `stack_kernel.solve_stack`, whose per-level search and settling are
-`joint_limit_kernel.search_level` and `settle_level`. Where the unconstrained recursion leaves
-the bounds, both must choose the same saturated joints at the same targets and scales and give
-the same q̈, on real
-robots (fixed base, and floating base under contacts, where q̈ does not start at zero) and on
-states where the search has to saturate several joints and scale levels down.
+stack in one compiled call, `stack_kernel.solve_stack`, whose per-level search is
+`joint_limit_kernel.search_level` (a level settles from its chosen try's held state). Where
+the unconstrained recursion leaves the bounds, both must choose the same saturated joints at
+the same targets and scales and give the same q̈, on real robots (fixed base, and floating
+base under contacts, where q̈ does not start at zero) and on states where the search has to
+saturate several joints and scale levels down.
 """
 
 from functools import cache
@@ -18,9 +18,9 @@ from robots import core_controller, random_state, robot, shipped_controller, shi
 
 from wbc_control.control.bounded_least_squares import box_least_squares
 from wbc_control.control.contacts import contact_dynamics
-from wbc_control.control.joint_limit_kernel import settle_level
+from wbc_control.control.joint_limit_kernel import hold_joints
 from wbc_control.control.joint_limits import JointLimitLevel, JointLimits
-from wbc_control.control.level_kernel import KEEP, LAW
+from wbc_control.control.level_kernel import KEEP, LAW, level_step
 from wbc_control.control.level_search import LevelSearch
 from wbc_control.control.prioritized_controller import SEARCH_TOLERANCES
 from wbc_control.control.stack_kernel import solve_stack
@@ -157,7 +157,7 @@ def test_held_rows_nearly_dependent_below_a_level_are_held_as_the_reference_hold
     """Joint rows are held without the kinematic attenuation of user levels, compiled too.
 
     Level 0, J₀ = [1, −1, δ], leaves joints 1 and 2 rows whose projections differ by about δ
-    (σ_min / σ_max ≈ δ² / 2, inside the kinematic band): the compiled `settle_level` must hold
+    (σ_min / σ_max ≈ δ² / 2, inside the kinematic band): the compiled `hold_joints` must hold
     them as `joint_limits.hold` does (the rows eᵢᵀ of a joint limit are never attenuated).
     """
     delta, threshold = 0.01, 1e-3
@@ -177,10 +177,13 @@ def test_held_rows_nearly_dependent_below_a_level_are_held_as_the_reference_hold
     rows = np.eye(3)[active]
     reference, compiled = searches
     reference.settle(JointLimitLevel(rows, values[active], active), 1.0)
-    settle_level(
+    first = hold_joints(
         inverse_inertia, compiled.acceleration, compiled._null_space, False,
-        np.arange(3, dtype=np.int64), active, values, terms[1][1], terms[1][3], weights[1],
-        threshold, 1.0, KEEP, LAW, compiled.stats[1],
+        np.arange(3, dtype=np.int64), active, values, threshold, LAW,
+    )  # fmt: skip
+    level_step(
+        terms[1][1], terms[1][3], weights[1], inverse_inertia, compiled._null_space, first,
+        threshold, 1.0, True, KEEP, LAW, compiled.acceleration, compiled.stats[1],
     )  # fmt: skip
     assert close(compiled.acceleration, reference.acceleration)
 

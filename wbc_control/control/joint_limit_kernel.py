@@ -38,7 +38,7 @@ _TOLERANCES = types.UniTuple(float64, 2)
 
 
 @kernel()
-def _hold(
+def hold_joints(
     inverse_inertia, acceleration, null_space, first, joints, active, values, threshold, law
 ):
     """Hold the `active` joints at `values` by rows eᵢᵀ (q̈, N in place); the new `first`."""
@@ -60,44 +60,6 @@ def _hold(
     level_step(
         rows, target, weights, inverse_inertia, null_space, first, threshold, 1.0, False,
         EXACT, law, acceleration, stats,
-    )  # fmt: skip
-    return False
-
-
-@kernel(
-    boolean(
-        _MATRIX, float64[::1], float64[:, ::1], boolean, _INDEX, _FLAGS, _VECTOR, _MATRIX,
-        _VECTOR, _VECTOR, float64, float64, int64, _LAW, float64[::1],
-    ),
-)  # fmt: skip
-def settle_level(
-    inverse_inertia,
-    acceleration,
-    null_space,
-    first,
-    joints,
-    active,
-    values,
-    jacobian,
-    target,
-    sqrt_weights,
-    threshold,
-    scale,
-    null_update,
-    law,
-    stats,
-):  # pragma: no cover - runs compiled
-    """Settle a level: hold its `active` joints at `values`, then the level scaled by `scale`.
-
-    q̈ and N are updated in place (`null_update` as in `level_step`); `stats` gets the level's
-    (condition, rank, damped). Returns the new `first` (False).
-    """
-    first = _hold(
-        inverse_inertia, acceleration, null_space, first, joints, active, values, threshold, law
-    )
-    level_step(
-        jacobian, target, sqrt_weights, inverse_inertia, null_space, first, threshold, scale,
-        True, null_update, law, acceleration, stats,
     )  # fmt: skip
     return False
 
@@ -148,10 +110,25 @@ def _limiting_joint(unforced, full, joints, lower, upper, free, tolerance):
     return min(max(room, 0.0), 1.0), critical
 
 
+@kernel()
+def _keep(held, full, null_space, stats, first, own_step, kept, kept_null_space, kept_stats):
+    """Copy a try's held state (q̈, N unless N = I) and its step into the `kept` buffers.
+
+    Returns (1.0 if N = I, 1.0 if `full` and `stats` are the try's own step), as floats.
+    """
+    kept[0, :] = held
+    kept[1, :] = full
+    if not first:
+        kept_null_space[:, :] = null_space
+    kept_stats[:] = stats
+    return 1.0 if first else 0.0, 1.0 if own_step else 0.0
+
+
 @kernel(
-    types.float64(
+    types.UniTuple(float64, 3)(
         _MATRIX, _VECTOR, _MATRIX, boolean, _MATRIX, _VECTOR, _VECTOR, float64, _LAW, _INDEX,
         _VECTOR, _VECTOR, _FLAGS, boolean, _TOLERANCES, boolean[::1], float64[::1], _VECTOR,
+        float64[:, ::1], float64[:, ::1], float64[::1],
     ),
 )  # fmt: skip
 def search_level(
@@ -173,6 +150,9 @@ def search_level(
     active,
     values,
     known_full,
+    kept,
+    kept_null_space,
+    kept_stats,
 ):  # pragma: no cover - runs compiled
     """The saturated set and scale of the next level (the module docstring).
 
@@ -196,8 +176,14 @@ def search_level(
         values: written with their targets `(n,)` (where `active`).
         known_full: the level's q̈ with no joint held, already computed `(nv,)` (the
             recursion's, for level 0), or empty: the first try takes it instead of a level step.
+        kept: written with the chosen set's try: q̈ with its joints held (row 0) and with the
+            level added in full (row 1) `(2, nv)`.
+        kept_null_space: written with N after holding them `(nv, nv)` (unless N = I still).
+        kept_stats: written with that try's level (condition, rank, damped) `(3,)`.
 
-    Returns the level's scale.
+    Returns (the level's scale, 1.0 if N = I still after holding the set, 1.0 if row 1 of
+    `kept` and `kept_stats` are that try's own level step, unscaled and leaving N as it is).
+    The settling of the level starts from the held state the try already computed.
     """
     n, nv = joints.shape[0], settled.shape[0]
     bound_tolerance, level_tolerance = tolerances
@@ -208,14 +194,15 @@ def search_level(
     free = np.empty(n, dtype=np.bool_)
     best_scale, tried_scale = -1.0, 0.0
     tried, tried_values = np.zeros(n, dtype=np.bool_), np.zeros(n)
+    inner_first, own_step, best = first, False, (0.0, 0.0)
     for attempt in range(n + 1):
         unforced[:] = settled
+        if not first:
+            work_null_space[:, :] = null_space
         if attempt == 0 and known_full.shape[0] == nv:  # nothing held yet: that very step
             full[:] = known_full
         else:
-            if not first:
-                work_null_space[:, :] = null_space
-            inner_first = _hold(
+            inner_first = hold_joints(
                 inverse_inertia, unforced, work_null_space, first, joints, trying,
                 trying_values, threshold, law,
             )  # fmt: skip
@@ -224,6 +211,7 @@ def search_level(
                 jacobian, target, sqrt_weights, inverse_inertia, work_null_space, inner_first,
                 threshold, 1.0, True, KEEP, law, full, stats,
             )  # fmt: skip
+            own_step = True
         tried[:] = trying
         tried_values[:] = trying_values
         tried_scale = 0.0
@@ -245,6 +233,8 @@ def search_level(
             best_scale = scale
             active[:] = trying
             values[:] = trying_values
+            best = _keep(unforced, full, work_null_space, stats, inner_first, own_step, kept,
+                         kept_null_space, kept_stats)  # fmt: skip
         if scale >= 1.0 or not any_free:
             break
         joint = joints[critical]
@@ -253,13 +243,17 @@ def search_level(
             upper[critical] if full[joint] > unforced[joint] else lower[critical]
         )
     if best_scale >= 0.0:
-        return best_scale
-    if top:
+        return best_scale, best[0], best[1]
+    if top:  # the last set tried: its held state is the one in the work buffers
         active[:] = tried
         values[:] = tried_values
-        return tried_scale
+        best = _keep(unforced, full, work_null_space, stats, inner_first, own_step, kept,
+                     kept_null_space, kept_stats)  # fmt: skip
+        return tried_scale, best[0], 0.0
     active[:] = False
-    return 0.0
+    best = _keep(settled, settled, null_space, stats, first, False, kept, kept_null_space,
+                 kept_stats)  # fmt: skip
+    return 0.0, best[0], 0.0
 
 
 @kernel()

@@ -5,7 +5,9 @@ The levels' rows are stacked, highest level first: J `(R, nv)`, t = ẍ* − J̇
 `wbc_control.control.prioritized_controller` (Khatib 1987; Sentis & Khatib 2005), one
 `level_step` per level; under joint limits, if its q̈ leaves a joint's acceleration bounds, the
 multi-task SNS (Flacco, De Luca & Khatib 2012, Algorithm 2) from the top: per level the search
-for its saturated set (`joint_limit_kernel.search_level`) and its settling (`settle_level`).
+for its saturated set (`joint_limit_kernel.search_level`), then the level settled from the state
+the chosen try left: its joints already held, and on the last level, unscaled, its step already
+taken.
 
 One call for the stack rather than one or two per level from Python (the same calls in the same
 order on the same operands, so the same q̈ to the bit): at 2 to 5 levels each Python-level call
@@ -17,7 +19,7 @@ test/core/test_joint_limit_kernel.py holds the two equal.
 from numba import boolean, float64, int64, types
 import numpy as np
 
-from wbc_control.control.joint_limit_kernel import search_level, settle_level, within_bounds
+from wbc_control.control.joint_limit_kernel import search_level, within_bounds
 from wbc_control.control.level_kernel import BLOCKING, KEEP, level_step
 from wbc_control.kernel_cache import kernel
 
@@ -103,21 +105,33 @@ def solve_stack(
     acceleration[:] = start
     unknown = np.empty(0)
     held, values = level_active[count], level_values[count]
+    nv = acceleration.shape[0]
+    kept, kept_null_space, kept_stats = np.empty((2, nv)), np.empty((nv, nv)), np.empty(3)
     first, least = True, 1.0
     for k in range(count):
         rows = slice(offsets[k], offsets[k + 1])
         level_jacobian, level_target = jacobian[rows], target[rows]
         level_weights, active = sqrt_weights[rows], level_active[k]
-        scale = search_level(
+        scale, held_first, own_step = search_level(
             inverse_inertia, acceleration, null_space, first, level_jacobian, level_target,
             level_weights, threshold, law, joints, lower, upper, held, k == 0, tolerances,
-            active, level_values[k], top_level if k == 0 else unknown,
+            active, level_values[k], top_level if k == 0 else unknown, kept, kept_null_space,
+            kept_stats,
         )  # fmt: skip
-        first = settle_level(
-            inverse_inertia, acceleration, null_space, first, joints, active, level_values[k],
-            level_jacobian, level_target, level_weights, threshold, scale,
-            BLOCKING if k < count - 1 else KEEP, law, stats[k],
-        )  # fmt: skip
+        last = k == count - 1
+        if last and own_step == 1.0 and scale == 1.0:  # the try took this very step
+            acceleration[:] = kept[1]
+            stats[k, :] = kept_stats
+        else:  # the level step from the held state the try made
+            acceleration[:] = kept[0]
+            if held_first == 0.0:
+                null_space[:, :] = kept_null_space
+            level_step(
+                level_jacobian, level_target, level_weights, inverse_inertia, null_space,
+                held_first == 1.0, threshold, scale, True, KEEP if last else BLOCKING, law,
+                acceleration, stats[k],
+            )  # fmt: skip
+        first = False
         level_scales[k], least = scale, min(least, scale)
         # A joint is saturated at one level at most: those held above are not free below.
         for i in range(active.shape[0]):
