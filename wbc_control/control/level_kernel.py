@@ -74,15 +74,14 @@ def _compiled(signature):
 
 
 @kernel()
-def _selected_columns(jacobian):  # pragma: no cover - runs compiled
-    """Each row's column if J is a selection (rows of the identity: a posture, held joints).
+def _selected_columns(jacobian, columns):  # pragma: no cover - runs compiled
+    """Whether J is a selection (rows of the identity: a posture, held joints), each row's column.
 
-    Else an empty array. Products with a selection are exact copies (x · 1 + Σ y · 0 = x), so
-    taking them by index gives the same numbers as the products, at no arithmetic.
+    Writes row i's column into `columns[i]` when it is. Products with a selection are exact
+    copies (x · 1 + Σ y · 0 = x), so taking them by index gives the same numbers as the
+    products, at no arithmetic.
     """
     size, nv = jacobian.shape
-    none = np.empty(0, dtype=np.int64)
-    columns = np.empty(size, dtype=np.int64)
     for i in range(size):
         column = -1
         for k in range(nv):
@@ -90,11 +89,27 @@ def _selected_columns(jacobian):  # pragma: no cover - runs compiled
             if value == 1.0 and column < 0:
                 column = k
             elif value != 0.0:
-                return none
+                return False
         if column < 0:
-            return none
+            return False
         columns[i] = column
-    return columns
+    return size > 0
+
+
+@kernel()
+def _matrix_of(work, at, rows, columns):  # pragma: no cover - runs compiled
+    """The next `rows` × `columns` of the scratch vector `work` from `at`, and the offset past it.
+
+    A level step takes its intermediates from one allocation: at these sizes numba's
+    allocations, with their reference counting, cost about as much as the arithmetic.
+    """
+    return work[at : at + rows * columns].reshape((rows, columns)), at + rows * columns
+
+
+@kernel()
+def _vector_of(work, at, size):  # pragma: no cover - runs compiled
+    """The next `size` entries of the scratch vector `work` from `at`, and the offset past it."""
+    return work[at : at + size], at + size
 
 
 @kernel()
@@ -333,28 +348,34 @@ def level_step(
         stats: written with (condition number, rank, damped) `(3,)`.
     """
     size, nv = jacobian.shape
-    columns = _selected_columns(jacobian)
-    selection = size > 0 and columns.shape[0] == size
-    if selection:  # M⁻¹Jᵀ: columns of M⁻¹
-        inverse_inertia_jt = np.empty((nv, size))
+    columns = np.empty(size, dtype=np.int64)
+    selection = _selected_columns(jacobian, columns)
+    # Every intermediate below, from one allocation: 4 (nv, m), 3 (m, m), 6 (m,), (nv,), (nv, nv).
+    work = np.empty(4 * nv * size + 3 * size * size + 6 * size + nv + nv * nv)
+    at = 0
+    inverse_inertia_jt, at = _matrix_of(work, at, nv, size)  # M⁻¹Jᵀ `(nv, m)`
+    if selection:  # columns of M⁻¹
         for a in range(nv):
             for i in range(size):
                 inverse_inertia_jt[a, i] = inverse_inertia[a, columns[i]]
     else:
-        inverse_inertia_jt = np.dot(inverse_inertia, jacobian.T)  # (nv, m) M⁻¹Jᵀ
+        np.dot(inverse_inertia, jacobian.T, inverse_inertia_jt)
     if first:
         projected = jacobian
         projected_inverse = inverse_inertia_jt
     else:
+        projected, at = _matrix_of(work, at, size, nv)
         if selection:  # J N: rows of N
-            projected = np.empty((size, nv))
             for i in range(size):
-                projected[i, :] = null_space[columns[i], :]
+                for b in range(nv):
+                    projected[i, b] = null_space[columns[i], b]
         else:
-            projected = np.dot(jacobian, null_space)
-        projected_inverse = np.dot(null_space, inverse_inertia_jt)  # M⁻¹Jpᵀ = N M⁻¹Jᵀ
-    phi = np.dot(projected, projected_inverse)
-    mobility = np.empty(size)
+            np.dot(jacobian, null_space, projected)
+        projected_inverse, at = _matrix_of(work, at, nv, size)
+        np.dot(null_space, inverse_inertia_jt, projected_inverse)  # M⁻¹Jpᵀ = N M⁻¹Jᵀ
+    phi, at = _matrix_of(work, at, size, size)
+    np.dot(projected, projected_inverse, phi)
+    mobility, at = _vector_of(work, at, size)
     for i in range(size):
         if first:
             mobility[i] = phi[i, i]
@@ -362,39 +383,46 @@ def level_step(
             mobility[i] = inverse_inertia[columns[i], columns[i]]
         else:
             mobility[i] = np.dot(jacobian[i], inverse_inertia_jt[:, i])
-    vectors = np.empty((size, size))
-    gains = np.empty(size)
-    blocking_gains = np.empty(size)
+    vectors, at = _matrix_of(work, at, size, size)
+    gains, at = _vector_of(work, at, size)
+    blocking_gains, at = _vector_of(work, at, size)
     stats[0], stats[1], stats[2], separate = task_directions(
         phi, sqrt_weights, mobility, projected, kinematic, null_update == BLOCKING, threshold,
         law, vectors, gains, blocking_gains,
     )  # fmt: skip
+    residual, at = _vector_of(work, at, size)  # t − J q̈
     if selection:
-        achieved = np.empty(size)
         for i in range(size):
-            achieved[i] = acceleration[columns[i]]
+            residual[i] = target[i] - acceleration[columns[i]]
     else:
-        achieved = np.dot(jacobian, acceleration)
-    residual = target - achieved
+        np.dot(jacobian, acceleration, residual)
+        for i in range(size):
+            residual[i] = target[i] - residual[i]
+    correction, at = _vector_of(work, at, nv)
     if null_update == KEEP:
         # N is not needed, nor Λ itself: Λ (t − J q̈) = Wᵀ (g ∘ W (t − J q̈)).
-        directions = np.dot(vectors, residual)
+        directions, at = _vector_of(work, at, size)
+        back, at = _vector_of(work, at, size)
+        np.dot(vectors, residual, directions)
         for i in range(size):
             directions[i] *= gains[i]
-        correction = np.dot(projected_inverse, np.dot(vectors.T, directions))
+        np.dot(vectors.T, directions, back)
+        np.dot(projected_inverse, back, correction)
     else:
-        task_matrix = np.empty((size, size))
+        task_matrix, at = _matrix_of(work, at, size, size)
         _gain_matrix(vectors, gains, task_matrix)  # Λ
-        consistent_inverse = np.dot(projected_inverse, task_matrix)  # (nv, m) J̄
-        correction = np.dot(consistent_inverse, residual)
+        consistent_inverse, at = _matrix_of(work, at, nv, size)  # J̄
+        np.dot(projected_inverse, task_matrix, consistent_inverse)
+        np.dot(consistent_inverse, residual, correction)
     for k in range(acceleration.shape[0]):
         acceleration[k] += scale * correction[k]
     if null_update == KEEP:
         return
     if null_update == BLOCKING and separate:
         _gain_matrix(vectors, blocking_gains, task_matrix)  # Λ_N
-        consistent_inverse = np.dot(projected_inverse, task_matrix)
-    used = np.dot(consistent_inverse, projected)
+        np.dot(projected_inverse, task_matrix, consistent_inverse)
+    used, at = _matrix_of(work, at, nv, nv)
+    np.dot(consistent_inverse, projected, used)
     for a in range(nv):
         for b in range(nv):
             if first:
