@@ -382,7 +382,10 @@ def level_step(
         elif selection:
             mobility[i] = inverse_inertia[columns[i], columns[i]]
         else:
-            mobility[i] = np.dot(jacobian[i], inverse_inertia_jt[:, i])
+            total = 0.0
+            for k in range(nv):
+                total += jacobian[i, k] * inverse_inertia_jt[k, i]
+            mobility[i] = total
     vectors, at = _matrix_of(work, at, size, size)
     gains, at = _vector_of(work, at, size)
     blocking_gains, at = _vector_of(work, at, size)
