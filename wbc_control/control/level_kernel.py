@@ -96,7 +96,7 @@ def _selected_columns(jacobian, columns):  # pragma: no cover - runs compiled
     return size > 0
 
 
-@kernel()
+@kernel(inline='always')
 def _matrix_of(work, at, rows, columns):  # pragma: no cover - runs compiled
     """The next `rows` × `columns` of the scratch vector `work` from `at`, and the offset past it.
 
@@ -106,7 +106,7 @@ def _matrix_of(work, at, rows, columns):  # pragma: no cover - runs compiled
     return work[at : at + rows * columns].reshape((rows, columns)), at + rows * columns
 
 
-@kernel()
+@kernel(inline='always')
 def _vector_of(work, at, size):  # pragma: no cover - runs compiled
     """The next `size` entries of the scratch vector `work` from `at`, and the offset past it."""
     return work[at : at + size], at + size
