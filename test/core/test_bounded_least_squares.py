@@ -109,3 +109,7 @@ def test_the_torque_fit_is_the_weighted_bounded_least_squares(seed):
     np.testing.assert_allclose(fitted, expected, atol=1e-6 * np.abs(expected).max())
     torque = state.mass_matrix.dot(fitted) + state.nonlinear_effects
     assert (torque >= torque_range[0] - 1e-9).all() and (torque <= torque_range[1] + 1e-9).all()
+    # Into the acceleration's own buffer (what the controller does): the same q̈.
+    in_place = acceleration.copy()
+    assert limits.fit_torque(state, in_place, held, torque_range, bounds, in_place) is in_place
+    np.testing.assert_array_equal(in_place, fitted)

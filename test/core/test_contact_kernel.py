@@ -34,11 +34,19 @@ def random_system(seed: int, nv: int = 20, rows: int = 12):
     return mass, np.linalg.inv(mass), rng.standard_normal((rows, nv))
 
 
+def schur(mass, inverse_mass, constraint) -> tuple[bool, np.ndarray, np.ndarray]:
+    """`schur_terms` into new buffers: (done, M†, A†ᵀ)."""
+    nv, rows = mass.shape[0], constraint.shape[0]
+    m_dagger, a_dagger_t = np.full((nv, nv), np.nan), np.full((nv, rows), np.nan)
+    done = schur_terms(mass, inverse_mass, constraint, SCHUR_MIN_RCOND, m_dagger, a_dagger_t)
+    return done, m_dagger, a_dagger_t
+
+
 @settings(max_examples=25, deadline=None)
 @given(seeds)
 def test_the_schur_terms_equal_the_block_matrix_terms(seed):
     mass, inverse_mass, constraint = random_system(seed)
-    done, m_dagger, a_dagger_t = schur_terms(mass, inverse_mass, constraint, SCHUR_MIN_RCOND)
+    done, m_dagger, a_dagger_t = schur(mass, inverse_mass, constraint)
     assert done
     block = dagger_terms(mass, constraint, method='block_lu')
     np.testing.assert_allclose(m_dagger, block.m_dagger, atol=1e-12)
@@ -51,11 +59,11 @@ def test_the_schur_terms_equal_the_block_matrix_terms(seed):
 def test_the_schur_terms_decline_a_dependent_constraint_and_a_badly_conditioned_m():
     mass, inverse_mass, constraint = random_system(1)
     dependent = np.vstack([constraint, constraint[:1]])  # D singular: not positive definite
-    assert not schur_terms(mass, inverse_mass, dependent, SCHUR_MIN_RCOND)[0]
+    assert not schur(mass, inverse_mass, dependent)[0]
     stiff = np.diag(np.r_[1e9, np.ones(19)])  # tr(M) tr(M⁻¹) ≈ 1e9 > 1 / SCHUR_MIN_RCOND
-    assert not schur_terms(stiff, np.linalg.inv(stiff), constraint, SCHUR_MIN_RCOND)[0]
+    assert not schur(stiff, np.linalg.inv(stiff), constraint)[0]
     nearly = np.vstack([constraint, constraint[:1] + 1e-7 * constraint[1:2]])  # κ(D) ≈ 1e14
-    assert not schur_terms(mass, inverse_mass, nearly, SCHUR_MIN_RCOND)[0]
+    assert not schur(mass, inverse_mass, nearly)[0]
 
 
 @pytest.mark.parametrize('seed', range(3))
@@ -64,9 +72,7 @@ def test_the_schur_terms_of_talos_standing_equal_the_block_matrix_terms(seed):
     state = random_state(talos, seed)
     feet = [Contact.create(talos, frame, 'surface') for frame in FEET]
     constraint, _ = contact_jacobian(state, feet)
-    done, m_dagger, a_dagger_t = schur_terms(
-        state.mass_matrix, state.inverse_mass_matrix, constraint, SCHUR_MIN_RCOND
-    )
+    done, m_dagger, a_dagger_t = schur(state.mass_matrix, state.inverse_mass_matrix, constraint)
     assert done
     block = dagger_terms(state.mass_matrix, constraint, method='block_lu')
     scale = np.abs(block.m_dagger).max()

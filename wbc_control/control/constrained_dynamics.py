@@ -345,7 +345,9 @@ def _frozen_terms(
 
 
 def schur_dagger_terms(
-    state: RobotState, constraint: np.ndarray
+    state: RobotState,
+    constraint: np.ndarray,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, str] | None:
     """M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7), from the tick's Cholesky.
 
@@ -364,6 +366,8 @@ def schur_dagger_terms(
     Args:
         state: this tick's robot state.
         constraint: A, `(m, nv)`.
+        out: buffers for M† `(nv, nv)` and A†ᵀ `(nv, m)` (`contacts.ContactBuffers`), C-ordered;
+            None: new arrays.
 
     Returns:
         `(M†, A†ᵀ, 'schur')`, `(nv, nv)` and `(nv, m)`, or None.
@@ -372,8 +376,12 @@ def schur_dagger_terms(
         inverse_mass = state.inverse_mass_matrix  # (nv, nv) M⁻¹
     except InvalidValue:  # M is not positive definite
         return None
+    if out is None:
+        nv, rows = inverse_mass.shape[0], constraint.shape[0]
+        out = np.empty((nv, nv)), np.empty((nv, rows))
+    m_dagger, a_dagger_t = out
     # X, D, the Cholesky factor of D and both condition bounds in one compiled call.
-    done, m_dagger, a_dagger_t = schur_terms(
-        state.mass_matrix, inverse_mass, constraint, SCHUR_MIN_RCOND
+    done = schur_terms(
+        state.mass_matrix, inverse_mass, constraint, SCHUR_MIN_RCOND, m_dagger, a_dagger_t
     )
     return (m_dagger, a_dagger_t, 'schur') if done else None

@@ -113,39 +113,45 @@ def _trace(matrix):  # pragma: no cover - runs compiled
     return total
 
 
-_SCHUR_SIGNATURE = types.Tuple((boolean, float64[:, ::1], float64[:, ::1]))(
-    _MATRIX, _MATRIX, _MATRIX, float64
-)
+_SCHUR_SIGNATURE = boolean(_MATRIX, _MATRIX, _MATRIX, float64, float64[:, ::1], float64[:, ::1])
 
 
-def _schur_terms(mass, inverse_mass, constraint, min_rcond):  # pragma: no cover - runs compiled
-    """(done, M†, A†ᵀ) by the Schur complement of M (Johnson 2024, eqs 6-7).
+def _schur_terms(
+    mass, inverse_mass, constraint, min_rcond, m_dagger, a_dagger_t
+):  # pragma: no cover - runs compiled
+    """Write M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7); whether it did.
 
     With X = M⁻¹Aᵀ and the Delassus matrix D = A M⁻¹ Aᵀ: A†ᵀ = X D⁻¹ (eq 7), M† = M⁻¹ − A†ᵀ Xᵀ
-    (eq 6). Declines (done False, empty arrays) unless M and D are positive definite with
+    (eq 6). Declines (False, the outputs not written) unless M and D are positive definite with
     tr(S) tr(S⁻¹) ≤ 1 / `min_rcond`, the proof that κ₂(S) is small enough for M⁻¹ and D⁻¹.
+    The outputs are written in place, not returned: an array returned to Python costs a
+    Python-level call (numba's boxing fetches the ndarray type).
 
     Args:
         mass: M `(nv, nv)`.
         inverse_mass: M⁻¹ `(nv, nv)`, the tick's.
         constraint: A `(m, nv)`.
         min_rcond: the least reciprocal condition number accepted.
+        m_dagger: written with M† `(nv, nv)`.
+        a_dagger_t: written with A†ᵀ `(nv, m)`.
     """
-    declined = np.empty((0, 0))
     if not _trace(mass) * _trace(inverse_mass) * min_rcond <= 1.0:
-        return False, declined, declined
+        return False
     inverse_mass_at = np.dot(inverse_mass, constraint.T)  # (nv, m) X
     delassus = np.dot(constraint, inverse_mass_at)  # (m, m) D
     lower = _cholesky(delassus)
     if lower is None:
-        return False, declined, declined
+        return False
     inverse_factor = _inverse_factor(lower)
     if not _trace(delassus) * _squared_sum(inverse_factor) * min_rcond <= 1.0:
-        return False, declined, declined
+        return False
     inverse_delassus = _gram_of_columns(inverse_factor)  # D⁻¹ = L⁻ᵀ L⁻¹
-    a_dagger_t = np.dot(inverse_mass_at, inverse_delassus)  # (nv, m)
-    m_dagger = inverse_mass - np.dot(a_dagger_t, inverse_mass_at.T)
-    return True, m_dagger, np.ascontiguousarray(a_dagger_t)
+    np.dot(inverse_mass_at, inverse_delassus, a_dagger_t)
+    np.dot(a_dagger_t, inverse_mass_at.T, m_dagger)
+    for a in range(m_dagger.shape[0]):
+        for b in range(m_dagger.shape[1]):
+            m_dagger[a, b] = inverse_mass[a, b] - m_dagger[a, b]
+    return True
 
 
 with warnings.catch_warnings():

@@ -115,16 +115,27 @@ def _unit_axis(frame: str, axis: npt.ArrayLike | None) -> np.ndarray:
     return vector / norm
 
 
-def constraint_buffers(contacts: Sequence[Contact], nv: int) -> tuple[np.ndarray, np.ndarray]:
-    """Uninitialized A `(m, nv)` and Ȧq̇ `(m,)` for the rows of `contacts`."""
+class ContactBuffers(NamedTuple):
+    """A stack's contact terms, rewritten every tick (`contact_dynamics`)."""
+
+    constraint: np.ndarray  # A (m, nv)
+    drift: np.ndarray  # Ȧq̇ (m,)
+    m_dagger: np.ndarray  # M† (nv, nv), where the Schur complement applies
+    a_dagger_t: np.ndarray  # A†ᵀ (nv, m), likewise
+
+
+def constraint_buffers(contacts: Sequence[Contact], nv: int) -> ContactBuffers:
+    """Uninitialized buffers for the terms of `contacts` (m rows)."""
     size = sum(contact.dim for contact in contacts)
-    return np.empty((size, nv)), np.empty(size)
+    return ContactBuffers(
+        np.empty((size, nv)), np.empty(size), np.empty((nv, nv)), np.empty((nv, size))
+    )
 
 
 def contact_jacobian(
     state: RobotState,
     contacts: Sequence[Contact],
-    out: tuple[np.ndarray, np.ndarray] | None = None,
+    out: ContactBuffers | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stacked constraint Jacobian A `(m, nv)` and drift Ȧq̇ `(m,)` of all contacts.
 
@@ -132,7 +143,11 @@ def contact_jacobian(
     rows are the first six or three of the identity, the rows copied. Written into `out`
     (`constraint_buffers`) when given, else into new arrays.
     """
-    constraint, drift = constraint_buffers(contacts, state.model.nv) if out is None else out
+    if out is None:
+        size = sum(contact.dim for contact in contacts)
+        constraint, drift = np.empty((size, state.model.nv)), np.empty(size)
+    else:
+        constraint, drift = out.constraint, out.drift
     start = 0
     for contact in contacts:
         _, jacobian, frame_drift = state.frame_terms(contact.frame_id)
@@ -151,7 +166,7 @@ def contact_jacobian(
 def contact_dynamics(
     state: RobotState,
     contacts: Sequence[Contact],
-    out: tuple[np.ndarray, np.ndarray] | None = None,
+    out: ContactBuffers | None = None,
 ) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
     """M† (what the task levels see), A, the method and the contacts' own acceleration.
 
@@ -159,10 +174,10 @@ def contact_dynamics(
     A q̈ = −Ȧq̇. M† and A† come from the tick's Cholesky factor of M (`schur_dagger_terms`)
     when M and A M⁻¹ Aᵀ are well conditioned, else from the block matrix (`dagger_terms`),
     which raises SingularConstraint if [M Aᵀ; A 0] is not invertible (Johnson 2024, eq 32).
-    A and Ȧq̇ go into `out` when given (`contact_jacobian`).
+    A, Ȧq̇ and the Schur complement's M†, A†ᵀ go into `out` when given.
     """
     constraint, drift = contact_jacobian(state, contacts, out)
-    terms = schur_dagger_terms(state, constraint)
+    terms = schur_dagger_terms(state, constraint, None if out is None else out[2:])
     if terms is None:
         block = dagger_terms(state.mass_matrix, constraint)
         terms = block.m_dagger, block.a_dagger.T, block.method

@@ -287,14 +287,18 @@ def acceleration_bounds(
 
 
 @kernel(
-    float64[::1](
-        _MATRIX, _VECTOR, _VECTOR, _FLAGS, _VECTOR, _VECTOR, _VECTOR, _VECTOR, _TOLERANCES
+    types.void(
+        _MATRIX, _VECTOR, _VECTOR, _FLAGS, _VECTOR, _VECTOR, _VECTOR, _VECTOR, _TOLERANCES,
+        float64[::1],
     ),
 )  # fmt: skip
 def fitted_acceleration(
-    inverse_inertia, bias, acceleration, held, lower, upper, torque_lower, torque_upper, fit
+    inverse_inertia, bias, acceleration, held, lower, upper, torque_lower, torque_upper, fit, out
 ):  # pragma: no cover - runs compiled
-    """The q̈ nearest `acceleration` whose torque M q̈ + h is within the torque range.
+    """Write into `out` the q̈ nearest `acceleration` whose torque M q̈ + h is in the range.
+
+    `out` may be `acceleration` itself (read before it is written). Written in place, not
+    returned: an array returned to Python costs a Python-level call (numba's boxing).
 
     `JointLimits.fit_torque`'s loop (fully actuated fixed base: q̈ and the joints share
     indices): least squares in τ within [τ⁻, τ⁺] (`box_least_squares`), the `held` joints and
@@ -325,4 +329,4 @@ def fitted_acceleration(
                 outside = True
         if not outside:
             break
-    return fitted
+    out[:] = fitted

@@ -315,6 +315,7 @@ class JointLimits:
         held: np.ndarray | None,
         torque_range: tuple[np.ndarray, np.ndarray],
         bounds: tuple[np.ndarray, np.ndarray],
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
         """The q̈ `(nv,)` nearest `acceleration` whose torque M q̈ + h lies in `torque_range`.
 
@@ -323,9 +324,11 @@ class JointLimits:
         drive out of its `bounds`
         (this state's (a⁻, a⁺) of `bounds`) weighed `HELD_WEIGHT` times as much, those at their
         bound (module docstring); one compiled call (`joint_limit_kernel.fitted_acceleration`).
+        Written into `out` (C-ordered, may be `acceleration` itself) when given, else a new array.
         """
         held = np.zeros(len(acceleration), dtype=bool) if held is None else held
-        return fitted_acceleration(
+        out = np.empty(len(acceleration)) if out is None else out
+        fitted_acceleration(
             state.inverse_mass_matrix,
             state.nonlinear_effects,
             acceleration,
@@ -333,7 +336,9 @@ class JointLimits:
             *bounds,
             *torque_range,
             (HELD_WEIGHT, FIT_TOLERANCE),
+            out,
         )
+        return out
 
     def saturated(self, active: np.ndarray, values: np.ndarray) -> JointLimitLevel | None:
         """The joints `active` `(n_act,)` held at `values` `(n_act,)`; None if there are none."""

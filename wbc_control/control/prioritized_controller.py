@@ -312,7 +312,7 @@ class PrioritizedController:
                 final = None
                 if constraint is None and self._torque_affine:  # τ = M q̈ + h: fit it
                     fitted = (lower, upper)
-                    scaled = limits.fit_torque(state, scaled, held, fitted, bounds)
+                    scaled = limits.fit_torque(state, scaled, held, fitted, bounds, scaled)
                 else:
                     base = unforced(self._searched_level(searched)) if base is None else base
                     full_torque = self._torque(state, acceleration, constraint)[0]
