@@ -19,8 +19,10 @@ import functools
 import hashlib
 from pathlib import Path
 import shutil
+import warnings
 
 import numba
+from numba.core.errors import NumbaPerformanceWarning
 
 HERE = Path(__file__).resolve().parent
 #: Every module of this package whose functions numba compiles, calls between them included
@@ -76,12 +78,17 @@ def _remove_older(root: Path, current: Path) -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-def kernel(*signature: object, **options: object) -> Callable[[Callable], Callable]:
+def kernel(
+    *signature: object, any_layout: bool = False, **options: object
+) -> Callable[[Callable], Callable]:
     """`numba.njit(*signature, cache=True, nogil=True, **options)`, in :func:`cache_directory`.
 
     Without the GIL, as every kernel of this package runs (they touch no Python object). numba
     picks a function's cache directory when it is decorated, so the setting is needed only
-    meanwhile (the compilation for an explicit signature happens then too).
+    meanwhile (the compilation for an explicit signature happens then too). `any_layout`: the
+    signature types matrices of any memory layout, which are contiguous at run time (or the
+    rare odd one is copied by `np.dot`), so numba's warning at compilation that `np.dot` is
+    faster on contiguous arrays is silenced rather than shown to a user at the first start.
     """
     options = {'nogil': True, **options}
 
@@ -91,7 +98,10 @@ def kernel(*signature: object, **options: object) -> Callable[[Callable], Callab
         previous = numba.config.CACHE_DIR
         numba.config.CACHE_DIR = str(cache_directory())
         try:
-            return numba.njit(*signature, cache=True, **options)(function)
+            with warnings.catch_warnings():
+                if any_layout:
+                    warnings.simplefilter('ignore', NumbaPerformanceWarning)
+                return numba.njit(*signature, cache=True, **options)(function)
         finally:
             numba.config.CACHE_DIR = previous
 

@@ -13,10 +13,8 @@ explicit signatures when imported, from numba's on-disk cache after the first ti
 """
 
 import math
-import warnings
 
 from numba import boolean, float64, int64, types
-from numba.core.errors import NumbaPerformanceWarning
 import numpy as np
 
 from wbc_control.kernel_cache import kernel
@@ -154,10 +152,8 @@ def _schur_terms(
     return True
 
 
-with warnings.catch_warnings():
-    # M⁻¹ from LAPACK and M from Pinocchio are column-major: np.dot takes either order.
-    warnings.simplefilter('ignore', NumbaPerformanceWarning)
-    schur_terms = kernel(_SCHUR_SIGNATURE)(_schur_terms)
+# M from Pinocchio is column-major, M⁻¹ and A row-major: np.dot takes either order.
+schur_terms = kernel(_SCHUR_SIGNATURE, any_layout=True)(_schur_terms)
 
 
 @kernel(

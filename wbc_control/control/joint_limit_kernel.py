@@ -291,6 +291,7 @@ def acceleration_bounds(
         _MATRIX, _VECTOR, _VECTOR, _FLAGS, _VECTOR, _VECTOR, _VECTOR, _VECTOR, _TOLERANCES,
         float64[::1],
     ),
+    any_layout=True,
 )  # fmt: skip
 def fitted_acceleration(
     inverse_inertia, bias, acceleration, held, lower, upper, torque_lower, torque_upper, fit, out

@@ -30,10 +30,8 @@ compiles, and an argument of another type is a TypeError, not a compilation.
 """
 
 import math
-import warnings
 
 from numba import boolean, float64, int64, types
-from numba.core.errors import NumbaPerformanceWarning
 import numpy as np
 
 from wbc_control.control.semidefinite_eigen import semidefinite_eigen
@@ -62,15 +60,11 @@ _TINY = np.finfo(float).tiny
 
 
 def _compiled(signature):
-    """`kernel` for one signature, compiled now (or loaded from the cache)."""
+    """`kernel` for one signature, compiled now (or loaded from the cache).
 
-    def decorate(function):
-        with warnings.catch_warnings():
-            # Task Jacobians may be views of any layout; np.dot copies the rare odd one.
-            warnings.simplefilter('ignore', NumbaPerformanceWarning)
-            return kernel(signature)(function)
-
-    return decorate
+    Task Jacobians may be views of any layout (`any_layout`): np.dot copies the rare odd one.
+    """
+    return kernel(signature, any_layout=True)
 
 
 @kernel()
