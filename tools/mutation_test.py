@@ -17,9 +17,9 @@ counts, and only those verdicts are reported.
 
 The numba kernels (``control/level_kernel.py``, ``control/symmetric_eigen.py``,
 ``control/joint_limit_kernel.py``, ``control/bounded_least_squares.py``,
-``model/mass_inverse.py``, ``control/semidefinite_eigen.py``) are mutated
-with ``NUMBA_DISABLE_JIT=1`` in their tests' environment (``ENVIRONMENT_BY_MODULE``): numba then
-returns the plain Python functions, which mean the same as the compiled ones (the same
+``model/mass_inverse.py``, ``control/semidefinite_eigen.py``, ``control/stack_kernel.py``) are
+mutated with ``NUMBA_DISABLE_JIT=1`` in their tests' environment (``ENVIRONMENT_BY_MODULE``):
+numba then returns the plain Python functions, which mean the same as the compiled ones (the same
 arithmetic in float64, the same loops), so a mutant costs its tests' run instead of a
 recompilation of the kernel (about 20 s). The tests of every other module run the compiled
 kernel, loaded from numba's cache. Mutants of the compiled signatures (argument types) mean
@@ -64,6 +64,7 @@ MODULES = (
     'wbc_control/control/joint_limits.py',
     'wbc_control/model/mass_inverse.py',
     'wbc_control/control/semidefinite_eigen.py',
+    'wbc_control/control/stack_kernel.py',
 )
 #: Fastest and most specific first: with -x a killed mutant stops at its first failure.
 TESTS = (
@@ -127,6 +128,11 @@ TESTS_BY_MODULE = {
         'test/core/test_level_kernel.py',
         'test/core/test_prioritized_controller.py',
     ),
+    'wbc_control/control/stack_kernel.py': (
+        'test/core/test_joint_limit_kernel.py',
+        *JOINT_LIMIT_TESTS,
+        'test/core/test_level_kernel.py',
+    ),
     'wbc_control/model/mass_inverse.py': (
         'test/core/test_mass_inverse.py',
         'test/core/test_robot_state.py',
@@ -176,6 +182,7 @@ ENVIRONMENT_BY_MODULE = {
     'wbc_control/control/bounded_least_squares.py': {'NUMBA_DISABLE_JIT': '1'},
     'wbc_control/model/mass_inverse.py': {'NUMBA_DISABLE_JIT': '1'},
     'wbc_control/control/semidefinite_eigen.py': {'NUMBA_DISABLE_JIT': '1'},
+    'wbc_control/control/stack_kernel.py': {'NUMBA_DISABLE_JIT': '1'},
 }
 TIMEOUT_S = 600.0
 

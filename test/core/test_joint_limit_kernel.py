@@ -221,6 +221,37 @@ def test_a_decoupled_posture_beyond_the_bounds_is_clipped_joint_by_joint(last, u
     assert close(reference.acceleration, compiled.acceleration)
 
 
+def decoupled_posture(desired: np.ndarray) -> tuple[Compiled, JointLimits, tuple]:
+    """`solve_stack` on one decoupled posture level (M diagonal, J = I) of the Panda, bounds ±1."""
+    limits = JointLimits(robot('panda'))
+    inverse_inertia = np.diag(np.linspace(0.5, 2.0, 9))
+    terms = [(None, np.eye(9), None, desired)]
+    search = LevelSearch(inverse_inertia, np.zeros(9), terms, [np.ones(9)], 1e-3, np.zeros((1, 3)))
+    bounds = (-np.ones(9), np.ones(9))
+    return Compiled(search, limits, bounds), limits, bounds
+
+
+def test_a_recursion_within_the_bounds_is_the_answer_with_every_level_whole():
+    desired = np.linspace(-0.9, 0.9, 9)
+    compiled, _, _ = decoupled_posture(desired)
+    np.testing.assert_allclose(compiled.acceleration, desired, atol=1e-12)
+    assert compiled.least_scale == 1.0 and compiled.level_scales.tolist() == [1.0]
+    assert not compiled.level_active.any() and compiled.combined is None
+
+
+def test_a_bound_crossed_by_less_than_the_level_tolerance_is_still_searched_and_held():
+    """The search starts where q̈ leaves a bound by more than BOUND_TOLERANCE (1e-9).
+
+    Past a bound by 5e-7, below LEVEL_TOLERANCE (1e-6, what a try's scale may overshoot by):
+    the joint is held exactly at its bound, not left 5e-7 beyond it.
+    """
+    desired = np.r_[np.linspace(-0.9, 0.9, 8), 1.0 + 5e-7]
+    compiled, limits, bounds = decoupled_posture(desired)
+    assert compiled.combined is not None and compiled.combined.active.tolist()[-1]
+    assert compiled.acceleration[-1] == 1.0
+    assert limits.within(compiled.acceleration, bounds)
+
+
 def frozen(array: np.ndarray) -> np.ndarray:
     """A read-only copy of `array`."""
     copy = np.array(array)
