@@ -65,6 +65,8 @@ MODULES = (
     'wbc_control/model/mass_inverse.py',
     'wbc_control/control/semidefinite_eigen.py',
     'wbc_control/control/stack_kernel.py',
+    'wbc_control/control/task_inertia_kernel.py',
+    'wbc_control/control/torque_fit.py',
 )
 #: Fastest and most specific first: with -x a killed mutant stops at its first failure.
 TESTS = (
@@ -133,6 +135,11 @@ TESTS_BY_MODULE = {
         *JOINT_LIMIT_TESTS,
         'test/core/test_level_kernel.py',
     ),
+    'wbc_control/control/torque_fit.py': (
+        'test/core/test_bounded_least_squares.py',
+        'test/core/test_joint_limit_kernel.py',
+        'test/core/test_joint_limits.py::test_a_plan_beyond_the_torque_range_is_fitted_to_it',
+    ),
     'wbc_control/model/mass_inverse.py': (
         'test/core/test_mass_inverse.py',
         'test/core/test_robot_state.py',
@@ -148,6 +155,13 @@ TESTS_BY_MODULE = {
         'test/core/test_singularity.py',
     ),
     'wbc_control/control/level_kernel.py': (
+        'test/core/test_level_kernel.py',
+        'test/core/test_prioritized_controller.py',
+        'test/core/test_priority_properties.py',
+        'test/core/test_singularity.py',
+        'test/core/test_contacts.py',
+    ),
+    'wbc_control/control/task_inertia_kernel.py': (
         'test/core/test_level_kernel.py',
         'test/core/test_prioritized_controller.py',
         'test/core/test_priority_properties.py',
@@ -183,6 +197,7 @@ ENVIRONMENT_BY_MODULE = {
     'wbc_control/model/mass_inverse.py': {'NUMBA_DISABLE_JIT': '1'},
     'wbc_control/control/semidefinite_eigen.py': {'NUMBA_DISABLE_JIT': '1'},
     'wbc_control/control/stack_kernel.py': {'NUMBA_DISABLE_JIT': '1'},
+    'wbc_control/control/task_inertia_kernel.py': {'NUMBA_DISABLE_JIT': '1'},
 }
 TIMEOUT_S = 600.0
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from wbc_control.benchmark.scenarios import Scenario, panda_scenario, talos_scenario
 from wbc_control.benchmark.tick import random_samples
-import wbc_control.control.joint_limits as joint_limits
 import wbc_control.control.prioritized_controller as prioritized
+import wbc_control.control.torque_fit as torque_fit
 from wbc_control.model.robot_state import RobotState
 
 PARTS = ('state update', 'task terms', 'contact path', 'compiled stack', 'torque fit')
@@ -48,7 +48,7 @@ def instrument(scenario: Scenario, spent: dict[str, int]) -> None:
         ('base_contact_forces', 'contact path'),
     ):
         setattr(prioritized, name, timed(getattr(prioritized, name), spent, part))
-    joint_limits.fitted_acceleration = timed(joint_limits.fitted_acceleration, spent, 'torque fit')
+    torque_fit.fitted_acceleration = timed(torque_fit.fitted_acceleration, spent, 'torque fit')
     controller = scenario.controller
     controller._writers = [
         (timed(write, spent, 'task terms'), buffers) for write, buffers in controller._writers

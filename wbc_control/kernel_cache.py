@@ -35,6 +35,7 @@ KERNEL_SOURCES = (
     'control/semidefinite_eigen.py',
     'control/stack_kernel.py',
     'control/symmetric_eigen.py',
+    'control/task_inertia_kernel.py',
     'control/torque_limits.py',
     'model/mass_inverse.py',
     'tasks/pd_law.py',

@@ -1,6 +1,6 @@
 """The torque fit of the joint-limit level and its box least squares (Stark & Parker 1995).
 
-`JointLimits.fit_torque` (compiled `joint_limit_kernel.fitted_acceleration`) and
+`torque_fit.fit_torque` (compiled `joint_limit_kernel.fitted_acceleration`) and
 `bounded_least_squares.box_least_squares`, each against scipy's bounded-variable least squares
 or a closed form.
 """
@@ -11,7 +11,7 @@ from robots import robot
 from scipy.optimize import lsq_linear
 
 from wbc_control.control.bounded_least_squares import box_least_squares
-from wbc_control.control.joint_limits import JointLimits
+from wbc_control.control.torque_fit import fit_torque
 from wbc_control.model.robot_state import RobotState
 
 READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]  # config/panda_controller.yaml
@@ -54,7 +54,7 @@ def test_box_least_squares_of_a_diagonal_matrix_is_the_clipped_solution(seed):
 
 
 def reference_fit(state, acceleration, held, bounds, torque_range):
-    """`JointLimits.fit_torque` by scipy's bounded-variable least squares.
+    """`fit_torque` by scipy's bounded-variable least squares.
 
     min over τ ∈ [τ⁻, τ⁺] of Σ wᵢ² (M⁻¹(τ − h) − q̈ᵢ*)², wᵢ = 10³ for a held joint; a joint the
     fit drives past [a⁻ − 10⁻⁶, a⁺ + 10⁻⁶] is held at that bound from then on, and the fit rerun.
@@ -87,7 +87,6 @@ def test_the_torque_fit_is_the_weighted_bounded_least_squares(seed):
     """
     panda = robot('panda')
     rng = np.random.default_rng(seed)
-    limits = JointLimits(panda)
     state = RobotState(panda)
     state.update(np.array(READY) + rng.uniform(-0.3, 0.3, 9) * np.r_[np.ones(7), 0, 0],
                  rng.uniform(-1.0, 1.0, 9))  # fmt: skip
@@ -104,12 +103,12 @@ def test_the_torque_fit_is_the_weighted_bounded_least_squares(seed):
         acceleration - width * rng.uniform(0.5, 3.0, 9),
         acceleration + width * rng.uniform(0.5, 3.0, 9),
     )
-    fitted = limits.fit_torque(state, acceleration, held, torque_range, bounds)
+    fitted = fit_torque(state, acceleration, held, torque_range, bounds)
     expected = reference_fit(state, acceleration, held, bounds, torque_range)
     np.testing.assert_allclose(fitted, expected, atol=1e-6 * np.abs(expected).max())
     torque = state.mass_matrix.dot(fitted) + state.nonlinear_effects
     assert (torque >= torque_range[0] - 1e-9).all() and (torque <= torque_range[1] + 1e-9).all()
     # Into the acceleration's own buffer (what the controller does): the same q̈.
     in_place = acceleration.copy()
-    assert limits.fit_torque(state, in_place, held, torque_range, bounds, in_place) is in_place
+    assert fit_torque(state, in_place, held, torque_range, bounds, in_place) is in_place
     np.testing.assert_array_equal(in_place, fitted)

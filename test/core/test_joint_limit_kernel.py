@@ -20,10 +20,12 @@ from wbc_control.control.bounded_least_squares import box_least_squares
 from wbc_control.control.contacts import contact_dynamics
 from wbc_control.control.joint_limit_kernel import hold_joints
 from wbc_control.control.joint_limits import JointLimitLevel, JointLimits
-from wbc_control.control.level_kernel import KEEP, LAW, level_step
+from wbc_control.control.level_kernel import KEEP, level_step
 from wbc_control.control.level_search import LevelSearch
 from wbc_control.control.prioritized_controller import SEARCH_TOLERANCES
 from wbc_control.control.stack_kernel import solve_stack
+from wbc_control.control.task_inertia_kernel import LAW
+from wbc_control.control.torque_fit import fit_torque
 from wbc_control.control.torque_limits import fits
 
 TOLERANCE = 1e-9
@@ -280,8 +282,8 @@ def test_read_only_inputs_give_the_same_results():
     held = frozen(np.arange(panda.n_actuated) < 2)
     torque_range = (frozen(state.gravity - 1.0), frozen(state.gravity + 1.0))
     acceleration = frozen(np.full(panda.nv, 3.0))
-    fitted = panda_limits.fit_torque(state, acceleration, held, torque_range, panda_bounds)
-    writable = JointLimits(panda).fit_torque(
+    fitted = fit_torque(state, acceleration, held, torque_range, panda_bounds)
+    writable = fit_torque(
         state, np.full(panda.nv, 3.0), np.array(held), tuple(map(np.array, torque_range)),
         panda_bounds,
     )  # fmt: skip

@@ -220,7 +220,7 @@ def test_a_plan_beyond_the_torque_range_is_fitted_to_it():
     """The command the next tick can take (here ± 2 N m around the last) is what is planned.
 
     Joint 4 runs into its wall: braking it needs more torque change than the range allows.
-    The plan is fitted to the range (JointLimits.fit_torque) instead of the output clipping
+    The plan is fitted to the range (`torque_fit.fit_torque`) instead of the output clipping
     joint by joint, which would change every joint's acceleration through M.
     """
     panda = robot('panda')

@@ -14,16 +14,10 @@ from robots import random_state, robot, shipped_controller
 
 from wbc_control.control.contacts import contact_dynamics
 from wbc_control.control.joint_limits import JointLimits, hold
-from wbc_control.control.level_kernel import (
-    BLOCKING,
-    EXACT,
-    KEEP,
-    LAW,
-    level_step,
-    task_inertia,
-)
+from wbc_control.control.level_kernel import BLOCKING, EXACT, KEEP, level_step
 from wbc_control.control.symmetric_eigen import symmetric_eigen
 from wbc_control.control.task_inertia import projected_terms, regularized_task_inertia
+from wbc_control.control.task_inertia_kernel import LAW, task_inertia
 from wbc_control.model.robot_state import RobotState
 
 TOLERANCE = 1e-9

@@ -13,7 +13,7 @@ q̈(s) keeps every joint within its bounds. `JointLimits.saturate_levels` with
 level through `LevelSearch.try_set`; test/core/test_joint_limit_kernel.py holds the two equal.
 
 `acceleration_bounds` computes [a⁻, a⁺] and `fitted_acceleration` the torque fit; they are
-the only implementation of `JointLimits.bounds` and `JointLimits.fit_torque`.
+the only implementation of `JointLimits.bounds` and `torque_fit.fit_torque`.
 
 At these sizes (7 to 40 joints, a handful of tries per level) numpy spent most of the time in
 per-call overhead. Compiled for explicit signatures when imported, from numba's on-disk cache
@@ -165,7 +165,7 @@ def search_level(
         target: its ẍ* − J̇v `(m,)`.
         sqrt_weights: its √w per row `(m,)`.
         threshold: ε of the task inertia.
-        law: `level_kernel.LAW`.
+        law: `task_inertia_kernel.LAW`.
         joints: each actuated joint's velocity index `(n,)`.
         lower: a⁻ `(n,)`.
         upper: a⁺ `(n,)`.
@@ -301,7 +301,7 @@ def fitted_acceleration(
     `out` may be `acceleration` itself (read before it is written). Written in place, not
     returned: an array returned to Python costs a Python-level call (numba's boxing).
 
-    `JointLimits.fit_torque`'s loop (fully actuated fixed base: q̈ and the joints share
+    `torque_fit.fit_torque`'s loop (fully actuated fixed base: q̈ and the joints share
     indices): least squares in τ within [τ⁻, τ⁺] (`box_least_squares`), the `held` joints and
     any the fit drives beyond [a⁻, a⁺] weighed fit[0] times as much, the latter held at the
     bound from then on; a joint counts as beyond past fit[1] (rad/s²).

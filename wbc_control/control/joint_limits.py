@@ -35,19 +35,9 @@ A joint that the tasks drive into its limit therefore settles at the wall withou
 already beyond it (an arm that fell while the controller was down) is pulled back inside at
 the wall's rate, and the tasks carry on with the remaining joints.
 
-Such bounds hold only if the torque they need is sent (Del Prete 2018, "Joint position and
-velocity bounds in discrete-time acceleration/torque control of robot manipulators": bounds
-that ignore what the actuators can give are not viable). The command is limited to the effort
-limits and, with a torque rate limit, to the previous command ± rate · dt; a limiter that
-clips joint by joint changes, through the coupling in M, every joint's acceleration, those at
-their bounds included (a joint then runs past its velocity limit, and the next tick's bound
-asks for still more). So on a fully actuated fixed base, whose torque τ = M q̈ + h is affine
-in q̈, a q̈ whose torque leaves that range is replaced by the nearest q̈ (least squares, per
-joint acceleration) whose torque is within it, the joints' bounds weighed 10³ times as much as
-the rest (`fit_torque`), a bounded least-squares problem in τ solved by an active set
-(`box_least_squares`, as in Stark & Parker 1995, "Bounded-variable least-squares"). With
-contacts the torque depends on the contact forces too; there the controller lowers s until the
-torque fits (`torque_limits.task_scale`).
+Such bounds hold only if the torque they need is sent: on a fully actuated fixed base a q̈
+whose torque leaves the command's range is fitted to it (`wbc_control.control.torque_fit`);
+with contacts the controller lowers s until the torque fits (`torque_limits.task_scale`).
 
 Why SNS rather than the activation thresholds of Mansard, Khatib & Kheddar (2009): a joint
 enters the saturated set exactly when its unconstrained acceleration reaches its bound, so the
@@ -64,12 +54,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from wbc_control.control.joint_limit_kernel import (
-    acceleration_bounds,
-    fitted_acceleration,
-    within_bounds,
-)
-from wbc_control.control.level_kernel import EXACT, LAW, level_step
+from wbc_control.control.joint_limit_kernel import acceleration_bounds, within_bounds
+from wbc_control.control.level_kernel import EXACT, level_step
+from wbc_control.control.task_inertia_kernel import LAW
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -85,10 +72,6 @@ DEFAULT_JOINT_LIMIT_GAIN = 400.0
 DEFAULT_JOINT_LIMIT_DECELERATION = 5.0
 #: A bound counts as crossed beyond this (rad/s²): rounding must not flip joints in and out.
 BOUND_TOLERANCE = 1e-9
-#: How much more a joint held at its bound weighs than the others in `JointLimits.fit_torque`.
-HELD_WEIGHT = 1e3
-#: A fitted acceleration this far (rad/s²) past a bound holds the joint at it.
-FIT_TOLERANCE = 1e-6
 #: A level's saturated set counts only if no joint ends further (rad/s²) past its bounds.
 LEVEL_TOLERANCE = 1e-6
 
@@ -307,38 +290,6 @@ class JointLimits:
         for level in levels:
             target[level.active], active = level.target, active | level.active
         return JointLimitLevel(self._rows[active], target[active], active), scale
-
-    def fit_torque(
-        self,
-        state: RobotState,
-        acceleration: np.ndarray,
-        held: np.ndarray | None,
-        torque_range: tuple[np.ndarray, np.ndarray],
-        bounds: tuple[np.ndarray, np.ndarray],
-        out: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """The q̈ `(nv,)` nearest `acceleration` whose torque M q̈ + h lies in `torque_range`.
-
-        A fully actuated fixed base only (nv = n_act). Nearest in the joints' accelerations,
-        the saturated joints `held` `(n_act,)` bool (None: none) and any joint the fit would
-        drive out of its `bounds`
-        (this state's (a⁻, a⁺) of `bounds`) weighed `HELD_WEIGHT` times as much, those at their
-        bound (module docstring); one compiled call (`joint_limit_kernel.fitted_acceleration`).
-        Written into `out` (C-ordered, may be `acceleration` itself) when given, else a new array.
-        """
-        held = np.zeros(len(acceleration), dtype=bool) if held is None else held
-        out = np.empty(len(acceleration)) if out is None else out
-        fitted_acceleration(
-            state.inverse_mass_matrix,
-            state.nonlinear_effects,
-            acceleration,
-            held,
-            *bounds,
-            *torque_range,
-            (HELD_WEIGHT, FIT_TOLERANCE),
-            out,
-        )
-        return out
 
     def saturated(self, active: np.ndarray, values: np.ndarray) -> JointLimitLevel | None:
         """The joints `active` `(n_act,)` held at `values` `(n_act,)`; None if there are none."""

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from wbc_control.control.joint_limits import JointLimitLevel, hold
-from wbc_control.control.level_kernel import BLOCKING, KEEP, LAW, level_step
+from wbc_control.control.level_kernel import BLOCKING, KEEP, level_step
+from wbc_control.control.task_inertia_kernel import LAW
 
 
 class LevelSearch:

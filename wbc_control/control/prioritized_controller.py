@@ -73,7 +73,6 @@ from wbc_control.control.joint_limits import (
     JointLimits,
     hold,
 )
-from wbc_control.control.level_kernel import LAW
 from wbc_control.control.stack_kernel import solve_stack
 from wbc_control.control.task_activation import (
     Stack,
@@ -81,7 +80,9 @@ from wbc_control.control.task_activation import (
     blend_results,
     task_reports,
 )
+from wbc_control.control.task_inertia_kernel import LAW
 from wbc_control.control.tick_reports import level_health
+from wbc_control.control.torque_fit import fit_torque
 from wbc_control.control.torque_limits import TorqueLimiter, fits, task_scale
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
 from wbc_control.model.robot_model import RobotModel
@@ -165,7 +166,7 @@ class PrioritizedController:
         self._actuated = as_slice(robot.indices.v)
         self.joint_limits = joint_limits
         self._bounds = np.empty((2, robot.n_actuated))  # the tick's (a⁻, a⁺)
-        # A fully actuated fixed base: τ = M q̈ + h, which JointLimits.fit_torque needs.
+        # A fully actuated fixed base: τ = M q̈ + h, which `fit_torque` needs.
         self._torque_affine = not robot.floating_base and robot.n_actuated == robot.nv
         # Per tick: a soft start's α scaling every ẍ*, the command's range (None: ± limits).
         self.task_ramp, self.torque_bounds = 1.0, None
@@ -312,7 +313,7 @@ class PrioritizedController:
                 final = None
                 if constraint is None and self._torque_affine:  # τ = M q̈ + h: fit it
                     fitted = (lower, upper)
-                    scaled = limits.fit_torque(state, scaled, held, fitted, bounds, scaled)
+                    scaled = fit_torque(state, scaled, held, fitted, bounds, scaled)
                 else:
                     base = unforced(self._searched_level(searched)) if base is None else base
                     full_torque = self._torque(state, acceleration, constraint)[0]

@@ -68,7 +68,7 @@ def solve_stack(
         sqrt_weights: their √w per row `(R,)`.
         offsets: level k's rows are offsets[k]:offsets[k + 1] `(levels + 1,)`.
         threshold: ε of the task inertia.
-        law: `level_kernel.LAW`.
+        law: `task_inertia_kernel.LAW`.
         limited: enforce the joints' acceleration bounds (`lower`, `upper`).
         joints: each actuated joint's velocity index `(n,)` (empty when not `limited`).
         lower: a⁻ `(n,)`.

@@ -4,7 +4,7 @@ Householder reduction to tridiagonal form and implicit QL iterations: EISPACK's 
 (Wilkinson & Reinsch 1971, "Handbook for Automatic Computation, Vol. II: Linear Algebra",
 contributions II/2 and II/3), in the form of JAMA's EigenvalueDecomposition. At the sizes of
 a task level (3 to 40 rows) it costs less than LAPACK's dsyevd, and as a numba function it
-runs inside the level kernel (`wbc_control.control.level_kernel`) without a Python call.
+runs inside the level kernel (`wbc_control.control.task_inertia_kernel`) without a Python call.
 Compiled for its signature on import, from numba's on-disk cache after the first time.
 """
 

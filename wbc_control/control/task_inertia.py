@@ -119,7 +119,7 @@ def regularized_task_inertia(
     """Λ from Φ = Jp M⁻¹ Jpᵀ by the scaled, variably damped inverse of the module docstring.
 
     The readable reference of the law: the controller's tick runs its compiled twin,
-    `wbc_control.control.level_kernel.task_inertia`, which test/core/test_level_kernel.py
+    `wbc_control.control.task_inertia_kernel.task_inertia`, which test/core/test_level_kernel.py
     holds equal to this one. The eigen-decomposition is Eigen's `SelfAdjointEigenSolver`
     through eigenpy (a Pinocchio dependency); like numpy's `eigh` it reads the lower triangle
     and returns ascending eigenvalues, which lets the counts below bisect a plain list.
