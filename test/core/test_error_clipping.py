@@ -114,22 +114,30 @@ def test_max_error_is_a_task_parameter_validated_at_start_and_live():
     assert controller.task('hand').gains.max_error == 0.2
 
 
-@pytest.mark.parametrize('max_error', [0.0, 0.05])
-def test_the_law_written_in_place_is_the_law_to_the_bit(max_error):
-    """`write_acceleration` (compiled without clipping) equals `acceleration`, bit for bit.
+@pytest.mark.parametrize('max_error', [0.0, 0.05, 1e3])
+@pytest.mark.parametrize('grouping', ['one group', 'rows', 'groups of three'])
+def test_the_law_written_in_place_is_the_law_to_the_bit(max_error, grouping):
+    """`write_acceleration` (compiled) equals `acceleration`, bit for bit, with every plan.
 
-    Per-axis gains, a read-only reference and views with strides, as the tasks pass them.
+    Per-axis gains, a read-only reference and views with strides, as the tasks pass them;
+    errors clipped (e_max 0.05: the rows scaled by 1e-3 are within it, the others beyond) and
+    within the bound (1e3), the error a group or groups.
     """
     rng = np.random.default_rng(5)
-    for size in (1, 3, 6, 32):
-        gains = PDGains.create(rng.uniform(1, 100, size), rng.uniform(0, 20, size), size)
+    for size in (3, 6, 33) if grouping == 'groups of three' else (1, 3, 6, 32):
+        groups = {'one group': (), 'rows': (1,) * size, 'groups of three': (3,) * (size // 3)}
+        gains = PDGains.create(
+            rng.uniform(1, 100, size), rng.uniform(0, 20, size), size, groups=groups[grouping]
+        )
         gains = gains.with_max_error(max_error)
         feed_forward, reference, velocity = (rng.standard_normal(size) for _ in range(3))
         feed_forward.flags.writeable = False
         error = rng.standard_normal(2 * size)[::2]  # a strided view
+        error[np.arange(size) % 6 >= 3] *= 1e-3  # every other three rows within e_max
         desired = np.full(3 * size, np.nan)
         gains.write_acceleration(desired[1::3], feed_forward, reference, velocity, error)
         expected = gains.acceleration(feed_forward, reference - velocity, error)
         npt.assert_array_equal(desired[1::3], expected)
         assert np.isnan(desired[0::3]).all() and np.isnan(desired[2::3]).all()
-        assert gains.clips(error) == (max_error > 0.0)  # the clipped law is the one checked
+        # The clipped law is the one checked, where e_max is below the errors.
+        assert gains.clips(error) == (max_error == 0.05)

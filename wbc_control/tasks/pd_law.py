@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 import math
 
-from numba import float64, types
+from numba import float64, int64, types
 import numpy as np
 import numpy.typing as npt
 
@@ -23,7 +23,9 @@ from wbc_control.kernel_cache import kernel
 
 # The ufuncs themselves: `ndarray.clip` and `ndarray.max` add a Python wrapper to each call.
 _MINIMUM, _MAXIMUM, _MAX = np.minimum, np.maximum, np.maximum.reduce
-_SUBTRACT, _DIVIDE, _SQRT = np.subtract, np.divide, np.sqrt
+_DIVIDE, _SQRT = np.divide, np.sqrt
+#: The clipping plans of `pd_rows_clipped`: one group, every row its own group, groups of rows.
+ONE_GROUP, ROW_GROUPS, GROUPS = 0, 1, 2
 
 
 def as_axis_vector(value: npt.ArrayLike, size: int, what: str) -> np.ndarray:
@@ -158,12 +160,20 @@ class PDGains:
     ) -> None:
         """`desired` ← ẍ_ref + K_d (ẋ_ref − ẋ) + K_p clip(e): :meth:`acceleration`, in place.
 
-        The same operations in the same order as `pd_rows`, so the same numbers to the bit.
+        The group norms come from the same products as in :meth:`clipped`, the rest from
+        `pd_rows_clipped` (the same operations in the same order): the same numbers to the bit.
         """
-        _SUBTRACT(velocity_reference, velocity, out=desired)
-        desired *= self.kd
-        desired += feed_forward
-        desired += self.kp * self.clipped(error)
+        plan, rows, total = self._plan, error, 0.0
+        if type(plan) is tuple:
+            kind, total = ONE_GROUP, error.dot(error)
+        elif type(plan) is str:
+            kind = ROW_GROUPS
+        else:
+            kind, rows = GROUPS, plan.dot(error * error)
+        pd_rows_clipped(
+            self.kp, self.kd, desired, feed_forward, velocity_reference, velocity, error,
+            rows, total, self.max_error, kind,
+        )  # fmt: skip
 
 
 _READ = types.Array(float64, 1, 'A', readonly=True)
@@ -177,6 +187,49 @@ def pd_rows(
     for i in range(desired.shape[0]):
         desired[i] = (
             (velocity_reference[i] - velocity[i]) * kd[i] + feed_forward[i] + kp[i] * error[i]
+        )
+
+
+@kernel(
+    types.void(
+        _READ, _READ, types.Array(float64, 1, 'A'), _READ, _READ, _READ, _READ, _READ, float64,
+        float64, int64,
+    )
+)  # fmt: skip
+def pd_rows_clipped(
+    kp,
+    kd,
+    desired,
+    feed_forward,
+    velocity_reference,
+    velocity,
+    error,
+    squared,
+    total,
+    limit,
+    kind,
+):  # pragma: no cover - runs compiled
+    """`desired` ← ẍ_ref + K_d (ẋ_ref − ẋ) + K_p clip(e) row by row (Khatib 1987, eq 26).
+
+    `kind` ONE_GROUP: e scaled by e_max / ‖e‖ when `total` = ‖e‖² > e_max²; ROW_GROUPS: every
+    row clipped to ±e_max; GROUPS: `squared` holds each row's group ‖e‖², each group beyond
+    e_max scaled by e_max / ‖e‖ (`PDGains.clipped`, the same operations).
+    """
+    size = desired.shape[0]
+    largest = 0.0
+    for i in range(size if kind == GROUPS else 0):
+        largest = max(largest, squared[i])
+    bound = limit * limit
+    for i in range(size):
+        clipped = error[i]
+        if kind == ONE_GROUP and total > bound:
+            clipped = error[i] * (limit / math.sqrt(total))
+        elif kind == ROW_GROUPS:
+            clipped = min(max(error[i], -limit), limit)
+        elif kind == GROUPS and largest > bound:
+            clipped = error[i] * (limit / max(math.sqrt(squared[i]), limit))
+        desired[i] = (
+            (velocity_reference[i] - velocity[i]) * kd[i] + feed_forward[i] + kp[i] * clipped
         )
 
 
