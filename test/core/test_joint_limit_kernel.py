@@ -93,12 +93,13 @@ class Compiled:
         )
         inertia, start, jacobian, target, weights, offsets = map(given, inputs)
         joints, lower, upper = map(given, (limits.velocity_indices, *bounds))
-        self.least_scale = solve_stack(
+        self.least_scale, saturated_count = solve_stack(
             inertia, start, jacobian, target, weights, offsets, search._threshold, LAW, True,
             joints, lower, upper, SEARCH_TOLERANCES, self.acceleration, np.empty((nv, nv)),
             self.level_active, self.level_values, self.level_scales, self.stats,
         )  # fmt: skip
         self.combined = limits.saturated(self.level_active[-1], self.level_values[-1])
+        assert saturated_count == np.count_nonzero(self.level_active[-1])
 
 
 def recursion_within(new_search, count: int, limits: JointLimits, bounds) -> bool:

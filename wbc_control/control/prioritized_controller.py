@@ -289,14 +289,14 @@ class PrioritizedController:
         acceleration, stats = np.empty(self.robot.nv), self._unsolved.copy()
         bounds = self._unbounded if limits is None else limits.bounds(state, self._bounds)
         searched = limits is not None and self._level_count > 0
-        scale = solve_stack(
+        scale, saturated_count = solve_stack(
             inverse_inertia, start, rows.jacobian, target, self._stacked_weights, rows.offsets,
             self.singular_value_threshold, LAW, searched,
             self._no_joints if limits is None else limits.velocity_indices, *bounds,
             SEARCH_TOLERANCES, acceleration, self._null_space, *self._search, stats,
         )  # fmt: skip
         level_reports = LazyReports(level_health, self.levels, self._generic_ranks, stats)
-        if searched and True in self._search[0][-1]:  # the saturated joints, a mask
+        if saturated_count:  # the saturated joints, a mask
             held = self._search[0][-1]
         if limits is not None:
             unforced, base = partial(self._unforced, inverse_inertia, start), None

@@ -31,7 +31,7 @@ _TOLERANCES = types.UniTuple(float64, 2)
 
 
 @kernel(
-    float64(
+    types.UniTuple(float64, 2)(
         _MATRIX, _VECTOR, _MATRIX, _VECTOR, _VECTOR, _INDEX, float64, _LAW, boolean, _INDEX,
         _VECTOR, _VECTOR, _TOLERANCES, float64[::1], float64[:, ::1], boolean[:, ::1],
         float64[:, ::1], float64[::1], float64[:, ::1],
@@ -82,7 +82,8 @@ def solve_stack(
         level_scales: each level's scale `(levels,)`.
         stats: each level's (condition, rank, damped) `(levels, 3)`.
 
-    Returns the least level scale (1 when nothing saturates).
+    Returns (the least level scale, the number of joints saturated): (1, 0) when nothing
+    saturates. The count spares the caller a look at `level_active` on every tick.
     """
     count = offsets.shape[0] - 1
     acceleration[:] = start
@@ -101,13 +102,13 @@ def solve_stack(
             # depend on the null-space update, the only difference between the two steps).
             top_level[:] = acceleration
     if not limited or within_bounds(acceleration, joints, lower, upper, tolerances[0]):
-        return 1.0
+        return 1.0, 0.0
     acceleration[:] = start
     unknown = np.empty(0)
     held, values = level_active[count], level_values[count]
     nv = acceleration.shape[0]
     kept, kept_null_space, kept_stats = np.empty((2, nv)), np.empty((nv, nv)), np.empty(3)
-    first, least = True, 1.0
+    first, least, saturated = True, 1.0, 0.0
     for k in range(count):
         rows = slice(offsets[k], offsets[k + 1])
         level_jacobian, level_target = jacobian[rows], target[rows]
@@ -137,4 +138,5 @@ def solve_stack(
         for i in range(active.shape[0]):
             if active[i]:
                 held[i], values[i] = True, level_values[k, i]
-    return least
+                saturated += 1.0
+    return least, saturated
