@@ -67,6 +67,7 @@ MODULES = (
     'wbc_control/control/stack_kernel.py',
     'wbc_control/control/task_inertia_kernel.py',
     'wbc_control/control/torque_fit.py',
+    'wbc_control/tasks/pd_law.py',
 )
 #: Fastest and most specific first: with -x a killed mutant stops at its first failure.
 TESTS = (
@@ -178,6 +179,11 @@ TESTS_BY_MODULE = {
         'test/core/test_priority_properties.py',
         'test/core/test_johnson_2024.py',
     ),
+    'wbc_control/tasks/pd_law.py': (
+        'test/core/test_error_clipping.py',
+        'test/core/test_tasks.py',
+        'test/core/test_task_interface.py',
+    ),
     'wbc_control/tasks/': (
         'test/core/test_tasks.py',
         'test/core/test_task_interface.py',
@@ -198,6 +204,7 @@ ENVIRONMENT_BY_MODULE = {
     'wbc_control/control/semidefinite_eigen.py': {'NUMBA_DISABLE_JIT': '1'},
     'wbc_control/control/stack_kernel.py': {'NUMBA_DISABLE_JIT': '1'},
     'wbc_control/control/task_inertia_kernel.py': {'NUMBA_DISABLE_JIT': '1'},
+    'wbc_control/tasks/pd_law.py': {'NUMBA_DISABLE_JIT': '1'},
 }
 TIMEOUT_S = 600.0
 

@@ -141,3 +141,16 @@ def test_the_law_written_in_place_is_the_law_to_the_bit(max_error, grouping):
         assert np.isnan(desired[0::3]).all() and np.isnan(desired[2::3]).all()
         # The clipped law is the one checked, where e_max is below the errors.
         assert gains.clips(error) == (max_error == 0.05)
+
+
+def test_gains_clip_nothing_unless_told_and_zero_gains_are_valid():
+    """No `max_error` given: no clipping, however large the error; kp = kd = 0 is a valid law."""
+    huge = np.array([1e6, -1e6, 3.0])
+    for gains in (PDGains.create(0.0, 0.0, 3), PDGains(np.zeros(3), np.zeros(3))):
+        assert gains.max_error == 0.0 and not gains.critically_damped
+        assert not gains.clips(huge)
+        desired = np.empty(3)
+        gains.write_acceleration(desired, np.ones(3), np.ones(3), np.zeros(3), huge)
+        npt.assert_array_equal(desired, np.ones(3))  # ẍ* = ẍ_ref alone
+    kp = PDGains.create(2.0, 1.0, 3)
+    npt.assert_array_equal(kp.acceleration(np.zeros(3), np.zeros(3), huge), 2.0 * huge)
