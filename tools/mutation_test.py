@@ -68,6 +68,7 @@ MODULES = (
     'wbc_control/control/task_inertia_kernel.py',
     'wbc_control/control/torque_fit.py',
     'wbc_control/tasks/pd_law.py',
+    'wbc_control/control/held_joints.py',
 )
 #: Fastest and most specific first: with -x a killed mutant stops at its first failure.
 TESTS = (
@@ -135,6 +136,11 @@ TESTS_BY_MODULE = {
         'test/core/test_joint_limit_kernel.py',
         *JOINT_LIMIT_TESTS,
         'test/core/test_level_kernel.py',
+    ),
+    'wbc_control/control/held_joints.py': (
+        'test/core/test_level_kernel.py',
+        'test/core/test_joint_limit_kernel.py',
+        *JOINT_LIMIT_TESTS,
     ),
     'wbc_control/control/torque_fit.py': (
         'test/core/test_bounded_least_squares.py',

@@ -18,8 +18,9 @@ from robots import core_controller, random_state, robot, shipped_controller, shi
 
 from wbc_control.control.bounded_least_squares import box_least_squares
 from wbc_control.control.contacts import contact_dynamics
+from wbc_control.control.held_joints import JointLimitLevel
 from wbc_control.control.joint_limit_kernel import hold_joints
-from wbc_control.control.joint_limits import JointLimitLevel, JointLimits
+from wbc_control.control.joint_limits import JointLimits
 from wbc_control.control.level_kernel import KEEP, level_step
 from wbc_control.control.level_search import LevelSearch
 from wbc_control.control.prioritized_controller import SEARCH_TOLERANCES
@@ -161,7 +162,7 @@ def test_held_rows_nearly_dependent_below_a_level_are_held_as_the_reference_hold
 
     Level 0, J₀ = [1, −1, δ], leaves joints 1 and 2 rows whose projections differ by about δ
     (σ_min / σ_max ≈ δ² / 2, inside the kinematic band): the compiled `hold_joints` must hold
-    them as `joint_limits.hold` does (the rows eᵢᵀ of a joint limit are never attenuated).
+    them as `held_joints.hold` does (the rows eᵢᵀ of a joint limit are never attenuated).
     """
     delta, threshold = 0.01, 1e-3
     inverse_inertia = np.diag([1.0, 2.0, 0.5])

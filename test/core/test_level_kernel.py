@@ -13,7 +13,8 @@ import pytest
 from robots import random_state, robot, shipped_controller
 
 from wbc_control.control.contacts import contact_dynamics
-from wbc_control.control.joint_limits import JointLimits, hold
+from wbc_control.control.held_joints import hold
+from wbc_control.control.joint_limits import JointLimits
 from wbc_control.control.level_kernel import BLOCKING, EXACT, KEEP, level_step
 from wbc_control.control.symmetric_eigen import symmetric_eigen
 from wbc_control.control.task_inertia import projected_terms, regularized_task_inertia

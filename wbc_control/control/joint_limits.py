@@ -50,13 +50,12 @@ near a limit.
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from wbc_control.control.held_joints import JointLimitLevel
 from wbc_control.control.joint_limit_kernel import acceleration_bounds, within_bounds
-from wbc_control.control.level_kernel import EXACT, level_step
-from wbc_control.control.task_inertia_kernel import LAW
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -74,14 +73,6 @@ DEFAULT_JOINT_LIMIT_DECELERATION = 5.0
 BOUND_TOLERANCE = 1e-9
 #: A level's saturated set counts only if no joint ends further (rad/s²) past its bounds.
 LEVEL_TOLERANCE = 1e-6
-
-
-class JointLimitLevel(NamedTuple):
-    """The saturated joints of one tick: rows `(k, nv)` and their target accelerations `(k,)`."""
-
-    jacobian: np.ndarray
-    target: np.ndarray
-    active: np.ndarray  # (n_act,) bool
 
 
 class JointLimits:
@@ -321,36 +312,3 @@ def _position_entries(robot: RobotModel) -> np.ndarray:
     entries[tables.linear_joints] = tables.q_linear
     entries[tables.continuous_joints] = tables.q_cos
     return entries
-
-
-def hold(
-    inverse_inertia: np.ndarray,
-    acceleration: np.ndarray,
-    null_space: np.ndarray,
-    first: bool,
-    saturated: JointLimitLevel,
-    threshold: float,
-) -> bool:
-    """q̈ `(nv,)` moved, in place, to hold the `saturated` joints within N.
-
-    The saturated rows are a task level of their own (Khatib 1987's J̄ for Jp = E N), solved
-    by the compiled `level_step`; N `(nv, nv)` loses what they take, J̄ Jp, in place (`first`:
-    N = I above them, and N is written). Returns False: N is no longer the identity.
-    """
-    rows = saturated.jacobian
-    level_step(
-        rows,
-        saturated.target,
-        np.ones(rows.shape[0]),
-        inverse_inertia,
-        null_space,
-        first,
-        threshold,
-        1.0,
-        False,
-        EXACT,
-        LAW,
-        acceleration,
-        np.empty(3),
-    )
-    return False

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wbc_control.control.joint_limits import JointLimitLevel, hold
+from wbc_control.control.held_joints import JointLimitLevel, hold
 from wbc_control.control.level_kernel import BLOCKING, KEEP, level_step
 from wbc_control.control.task_inertia_kernel import LAW
 

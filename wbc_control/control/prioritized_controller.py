@@ -66,13 +66,8 @@ from wbc_control.control.controller_types import (
     validate_threshold,
     validate_weight,
 )
-from wbc_control.control.joint_limits import (
-    BOUND_TOLERANCE,
-    LEVEL_TOLERANCE,
-    JointLimitLevel,
-    JointLimits,
-    hold,
-)
+from wbc_control.control.held_joints import JointLimitLevel, hold
+from wbc_control.control.joint_limits import BOUND_TOLERANCE, LEVEL_TOLERANCE, JointLimits
 from wbc_control.control.stack_kernel import solve_stack
 from wbc_control.control.task_activation import (
     Stack,
