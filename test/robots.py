@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from wbc_control.config import build_entries, parse_tasks
+from wbc_control.config.assembly import build_loop
 from wbc_control.config.settings import parse_contacts, parse_controller_settings
-from wbc_control.control.controller_loop import build_loop
 from wbc_control.control.prioritized_controller import PrioritizedController
 from wbc_control.exceptions import ModelError
 from wbc_control.model.example_robots import NOT_FOUND, example_robot_urdf

@@ -16,7 +16,8 @@ from sim_support import make_simulation
 import yaml
 
 from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
-from wbc_control.control.controller_loop import ControllerLoop, build_loop
+from wbc_control.config.assembly import build_loop
+from wbc_control.control.controller_loop import ControllerLoop
 from wbc_control.model.robot_state import RobotState
 from wbc_control.sim.simulation import MujocoSimulation
 

@@ -132,7 +132,7 @@ def config_scenario(
         parse_controller_settings,
         parse_tasks,
     )
-    from wbc_control.control.controller_loop import build_loop
+    from wbc_control.config.assembly import build_loop
 
     parameters = controller_parameters(path)
     robot = _config_robot(parameters, robot_name, path)

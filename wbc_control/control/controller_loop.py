@@ -20,27 +20,17 @@ braked and pulled back at once (blending the torque would have weakened the leve
 from collections.abc import Sequence
 import time
 import traceback
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from wbc_control.control.command_output import CommandOutput
-from wbc_control.control.contacts import Contact
-from wbc_control.control.joint_limits import JointLimits
 from wbc_control.control.prioritized_controller import PrioritizedController
 from wbc_control.control.soft_start import SoftStart
 from wbc_control.control.tick_statistics import TickStatistics
-from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import WbcError
-from wbc_control.inputs.joint_states import JointStateDecoder
-from wbc_control.inputs.odometry import OdometryDecoder, StatePairing
 from wbc_control.inputs.timing import Watchdog
-from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
-
-if TYPE_CHECKING:
-    from wbc_control.config.settings import ControllerSettings
-    from wbc_control.control.prioritized_controller import TaskEntry
 
 
 class TickOutcome(NamedTuple):
@@ -203,65 +193,3 @@ class ControllerLoop:
 
     def _since_command(self, now_s: float) -> float | None:
         return None if self.last_command_s is None else now_s - self.last_command_s
-
-
-def build_loop(
-    robot: RobotModel,
-    settings: 'ControllerSettings',
-    entries: Sequence['TaskEntry'],
-    contacts: Sequence[Contact],
-    wall_timeout: float,
-) -> ControllerLoop:
-    """The controller loop of validated settings (the command output limits what is sent).
-
-    The controller gets the effort limits as well, so that its joint-limit level scales the
-    tasks down to fit them (Flacco, De Luca & Khatib 2012) instead of the output clipping joint
-    by joint. Not for a driver that adds gravity itself: the limits then bound τ − g(q), which
-    the controller's symmetric bound on τ cannot express; the output alone limits it.
-    """
-    joint_limits = None
-    if settings.joint_limits:
-        joint_limits = JointLimits(
-            robot,
-            settings.joint_limit_margin,
-            settings.joint_limit_gain,
-            settings.joint_limit_deceleration,
-        )
-    controller = PrioritizedController(
-        robot,
-        list(entries),
-        settings.singular_value_threshold,
-        np.full(robot.n_actuated, np.inf)
-        if settings.robot_compensates_gravity
-        else settings.effort_limits,
-        None,
-        tuple(contacts),
-        settings.friction_coefficient,
-        joint_limits,
-        settings.contact_transition_time,
-        settings.task_transition_time,
-    )
-    limiter = TorqueLimiter(settings.effort_limits, settings.torque_rate_limits)
-    output = CommandOutput(limiter, settings.robot_compensates_gravity)
-    timeout = settings.joint_state_timeout
-    return ControllerLoop(
-        controller, output, settings.stale_command, timeout, settings.soft_start_time, wall_timeout
-    )
-
-
-class StateInputs(NamedTuple):
-    """The decoders of the state topics and their pairing rule."""
-
-    joints: JointStateDecoder
-    odometry: OdometryDecoder
-    pairing: StatePairing
-
-
-def build_inputs(robot: RobotModel, settings: 'ControllerSettings') -> StateInputs:
-    """Decoders with the time and plausibility rules of the settings."""
-    timeout, tolerance = settings.joint_state_timeout, settings.future_stamp_tolerance
-    joints = JointStateDecoder(
-        robot, timeout, tolerance, settings.position_margin, settings.velocity_factor
-    )
-    odometry = OdometryDecoder(settings.world_frame, settings.base_frame, timeout, tolerance)
-    return StateInputs(joints, odometry, StatePairing(settings.odom_pairing, timeout))

@@ -30,10 +30,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from wbc_control.config import build_entries
+from wbc_control.config.assembly import build_inputs, build_loop
 from wbc_control.config.live import LiveUpdate, apply_live_update, plan_live_update
 from wbc_control.config.schema import load_schema
 from wbc_control.control import controller_checks as checks
-from wbc_control.control.controller_loop import build_inputs, build_loop
 from wbc_control.exceptions import WbcError
 from wbc_control.inputs.joint_states import JointSample, JointStateRejected
 from wbc_control.inputs.odometry import BaseSample, OdometryRejected
