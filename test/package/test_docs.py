@@ -345,3 +345,19 @@ def test_no_citation_of_unavailable_documents() -> None:
             ):
                 hits.append(f'{file.relative_to(REPO)}:{number}: {match.group(0)!r}')
     assert not hits, 'cite the paper (author, year, equation) instead of:\n' + '\n'.join(hits)
+
+
+DOC_PAGE_NAMED = re.compile(r'\bdocs/([A-Za-z0-9_.-]+\.md)')
+
+
+def test_doc_pages_named_in_code_and_configs_exist() -> None:
+    """A comment or message that sends the user to docs/<page>.md names a page that exists."""
+    missing = []
+    for file in scanned_files():
+        if file.is_relative_to(REPO / 'docs') or file.name == 'CHANGELOG.md':
+            continue
+        for number, line in enumerate(file.read_text(encoding='utf-8').splitlines(), 1):
+            for page in DOC_PAGE_NAMED.findall(line):
+                if not (REPO / 'docs' / page).is_file():
+                    missing.append(f'{file.relative_to(REPO)}:{number}: docs/{page}')
+    assert not missing, 'no such page:\n' + '\n'.join(missing)
