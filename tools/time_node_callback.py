@@ -1,0 +1,125 @@
+"""What `wbc_controller` spends per joint state in process, beside the tick itself.
+
+Builds the real controller node (rclpy, the shipped or given params file, as `wbc_bench`'s
+DDS run configures it: soft start and rate limit off) and calls its joint-state callback on
+stamped `sensor_msgs/JointState` messages of the benchmark's random states, back to back, with
+no DDS in between. Prints the callback's p50 / p90 / p99 and, for the same states, the
+controller's tick alone (`RobotState.update` + `PrioritizedController.compute`): the
+difference is the node's own work per state (decoding, the loop's limits and statistics,
+publishing). `--cold` sums a 64 MB array before each state, so that every callback starts with
+emptied caches, as one arriving over DDS at 1 kHz finds them (docs/performance.md):
+
+    OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --states 3000
+    OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --cold
+
+Fixed-base robots only (a floating base ticks on joint states paired with odometry). Needs
+rclpy and the message packages (a sourced ROS 2, or the venv's ROS wheels).
+"""
+
+import argparse
+from collections.abc import Callable
+import gc
+from pathlib import Path
+import tempfile
+import time
+
+import numpy as np
+import rclpy
+from sensor_msgs.msg import JointState
+import yaml
+
+from wbc_control.benchmark.dds import dds_parameters
+from wbc_control.benchmark.tick import random_samples
+from wbc_control.model.robot_state import RobotState
+from wbc_control.ros.controller_node import NODE_NAME, ControllerNode
+
+WARMUP = 300
+FLUSH_VALUES = 8 * 1024 * 1024  # 64 MB of float64: beyond the machine's caches
+
+
+def node_of(robot_name: str, params_path: Path | None) -> ControllerNode:
+    """The controller node, built from the params `wbc_bench`'s DDS run gives it."""
+    parameters = dds_parameters(robot_name, params_path)
+    with tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False) as file:
+        yaml.safe_dump({NODE_NAME: {'ros__parameters': parameters}}, file)
+    rclpy.init(args=['--ros-args', '--params-file', file.name])
+    Path(file.name).unlink()
+    return ControllerNode()
+
+
+def state_messages(node: ControllerNode, count: int) -> list[JointState]:
+    """Joint states of the benchmark's random samples, in the robot's joint order."""
+    robot = node._robot
+    names = [str(name) for name in robot.joint_names]
+    messages = []
+    for sample in random_samples(robot, count, seed=0):
+        message = JointState(name=names)
+        message.position = sample.positions.tolist()
+        message.velocity = sample.velocities.tolist()
+        messages.append(message)
+    return messages
+
+
+def timed_us(states: int, call: Callable[[int], None], cold: bool) -> np.ndarray:
+    """µs of `call(i)` for i in range(states), after a warm-up; caches emptied first if `cold`."""
+    flush = np.ones(FLUSH_VALUES) if cold else None
+    durations = np.empty(states)
+    gc.collect()
+    for index in range(-WARMUP, states):
+        if flush is not None:
+            flush.sum()
+        start = time.perf_counter_ns()
+        call(index)
+        if index >= 0:
+            durations[index] = (time.perf_counter_ns() - start) * 1e-3
+    return durations
+
+
+def main() -> None:
+    """Print the callback's and the tick's percentiles for the chosen robot."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--robot', default='panda', help='example robot of the shipped config')
+    parser.add_argument('--params-file', type=Path, default=None)
+    parser.add_argument('--states', type=int, default=3000)
+    parser.add_argument('--cold', action='store_true', help='empty the caches before each state')
+    arguments = parser.parse_args()
+    node = node_of(arguments.robot, arguments.params_file)
+    if node._robot.floating_base:
+        parser.error('a floating base ticks on joint states paired with odom: fixed base only')
+    messages = state_messages(node, 256)
+    clock = node.get_clock()
+
+    def callback(index: int) -> None:
+        message = messages[index % len(messages)]
+        message.header.stamp = clock.now().to_msg()
+        node._on_joint_state(message)
+
+    controller = node._loop.controller
+    state = RobotState(node._robot)
+    samples = random_samples(node._robot, 256, seed=0)
+    q, v = np.empty(node._robot.nq), np.empty(node._robot.nv)
+
+    def tick(index: int) -> None:
+        sample = samples[index % len(samples)]
+        node._robot.configuration(sample.positions, sample.base_pose, out=q)
+        node._robot.velocity(sample.velocities, sample.base_twist, out=v)
+        state.update(q, v)
+        controller.compute(state)
+
+    figures = {
+        'callback': timed_us(arguments.states, callback, arguments.cold),
+        'tick': timed_us(arguments.states, tick, arguments.cold),
+    }
+    node.destroy_node()
+    rclpy.shutdown()
+    caches = 'emptied before each state' if arguments.cold else 'warm'
+    print(f'{arguments.robot}: {arguments.states} states in process, caches {caches} (µs)')
+    for name, durations in figures.items():
+        p50, p90, p99 = np.percentile(durations, [50, 90, 99])
+        print(f'  {name:9s} p50 {p50:7.1f}  p90 {p90:7.1f}  p99 {p99:7.1f}')
+    beside = np.median(figures['callback']) - np.median(figures['tick'])
+    print(f'  the node beside the tick (p50): {beside:.1f}')
+
+
+if __name__ == '__main__':
+    main()
