@@ -5,13 +5,11 @@ time): the active set takes a handful of small solves whose per-call overhead in
 most of a tick in which the torque fit runs.
 """
 
-from numba import float64, types
+from numba import float64
 import numpy as np
 
 from wbc_control.kernel_cache import kernel
-
-_MATRIX = types.Array(float64, 2, 'A', readonly=True)
-_VECTOR = types.Array(float64, 1, 'A', readonly=True)
+from wbc_control.kernel_types import MATRIX, VECTOR
 
 
 @kernel()
@@ -32,7 +30,7 @@ def _free_solution(hessian, gradient_at_zero, x, free, held):  # pragma: no cove
     return np.linalg.solve(block, rhs)
 
 
-@kernel(float64[::1](_MATRIX, _VECTOR, _VECTOR, _VECTOR))
+@kernel(float64[::1](MATRIX, VECTOR, VECTOR, VECTOR))
 def box_least_squares(matrix, target, lower, upper):  # pragma: no cover - runs compiled
     """The x minimizing ‖A x − b‖² within lower ≤ x ≤ upper; A `(n, n)` invertible, else `(n,)`.
 

@@ -14,13 +14,11 @@ explicit signatures when imported, from numba's on-disk cache after the first ti
 
 import math
 
-from numba import boolean, float64, int64, types
+from numba import boolean, float64, int64
 import numpy as np
 
 from wbc_control.kernel_cache import kernel
-
-_MATRIX = types.Array(float64, 2, 'A', readonly=True)
-_VECTOR = types.Array(float64, 1, 'A', readonly=True)
+from wbc_control.kernel_types import MATRIX, VECTOR
 
 
 @kernel()
@@ -111,7 +109,7 @@ def _trace(matrix):  # pragma: no cover - runs compiled
     return total
 
 
-_SCHUR_SIGNATURE = boolean(_MATRIX, _MATRIX, _MATRIX, float64, float64[:, ::1], float64[:, ::1])
+_SCHUR_SIGNATURE = boolean(MATRIX, MATRIX, MATRIX, float64, float64[:, ::1], float64[:, ::1])
 
 
 def _schur_terms(
@@ -157,7 +155,7 @@ schur_terms = kernel(_SCHUR_SIGNATURE, any_layout=True)(_schur_terms)
 
 
 @kernel(
-    float64(_MATRIX, _VECTOR, int64, _VECTOR, float64, float64[::1])
+    float64(MATRIX, VECTOR, int64, VECTOR, float64, float64[::1])
 )  # fmt: skip
 def base_forces(
     constraint, generalized_force, base_nv, shares, max_condition, forces

@@ -20,21 +20,18 @@ per-call overhead. Compiled for explicit signatures when imported, from numba's 
 after the first time.
 """
 
-from numba import boolean, float64, int64, types
+from numba import boolean, float64, types
 import numpy as np
 
 from wbc_control.control.bounded_least_squares import box_least_squares
 from wbc_control.control.level_kernel import EXACT, KEEP, level_step
+from wbc_control.control.task_inertia_kernel import LAW_TYPE
 from wbc_control.kernel_cache import kernel
+from wbc_control.kernel_types import FLAGS, INDEX, MATRIX, VECTOR
 
-_MATRIX = types.Array(float64, 2, 'A', readonly=True)
-_VECTOR = types.Array(float64, 1, 'A', readonly=True)
-_INDEX = types.Array(int64, 1, 'A', readonly=True)
-_FLAGS = types.Array(boolean, 1, 'A', readonly=True)
-_LAW = types.UniTuple(float64, 5)
 #: (bound tolerance, level tolerance) of joint_limits.py, handed over as an argument: numba's
 #: cache would keep the values module constants of another file had when it compiled.
-_TOLERANCES = types.UniTuple(float64, 2)
+TOLERANCES = types.UniTuple(float64, 2)
 
 
 @kernel()
@@ -76,7 +73,7 @@ def _within(unforced, full, scale, joints, lower, upper, tolerance):
 
 
 @kernel(
-    boolean(_VECTOR, _INDEX, _VECTOR, _VECTOR, float64)
+    boolean(VECTOR, INDEX, VECTOR, VECTOR, float64)
 )  # fmt: skip
 def within_bounds(acceleration, joints, lower, upper, tolerance):  # pragma: no cover
     """Whether q̈ keeps every joint within [a⁻ − tol, a⁺ + tol] (False for a NaN)."""
@@ -126,8 +123,8 @@ def _keep(held, full, null_space, stats, first, own_step, kept, kept_null_space,
 
 @kernel(
     types.UniTuple(float64, 3)(
-        _MATRIX, _VECTOR, _MATRIX, boolean, _MATRIX, _VECTOR, _VECTOR, float64, _LAW, _INDEX,
-        _VECTOR, _VECTOR, _FLAGS, boolean, _TOLERANCES, boolean[::1], float64[::1], _VECTOR,
+        MATRIX, VECTOR, MATRIX, boolean, MATRIX, VECTOR, VECTOR, float64, LAW_TYPE, INDEX,
+        VECTOR, VECTOR, FLAGS, boolean, TOLERANCES, boolean[::1], float64[::1], VECTOR,
         float64[:, ::1], float64[:, ::1], float64[::1],
     ),
 )  # fmt: skip
@@ -267,7 +264,7 @@ def _ceiling(distance, max_speed, kp, kd, deceleration):  # pragma: no cover - r
 
 @kernel(
     types.void(
-        _VECTOR, _VECTOR, _VECTOR, _VECTOR, _VECTOR, float64, float64, float64, float64[::1],
+        VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, float64, float64, float64, float64[::1],
         float64[::1],
     ),
 )  # fmt: skip
@@ -288,7 +285,7 @@ def acceleration_bounds(
 
 @kernel(
     types.void(
-        _MATRIX, _VECTOR, _VECTOR, _FLAGS, _VECTOR, _VECTOR, _VECTOR, _VECTOR, _TOLERANCES,
+        MATRIX, VECTOR, VECTOR, FLAGS, VECTOR, VECTOR, VECTOR, VECTOR, TOLERANCES,
         float64[::1],
     ),
     any_layout=True,

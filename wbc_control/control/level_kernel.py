@@ -23,18 +23,12 @@ compiles, and an argument of another type is a TypeError, not a compilation.
 from numba import boolean, float64, int64, types
 import numpy as np
 
-from wbc_control.control.task_inertia_kernel import LAW, gain_matrix, task_directions
+from wbc_control.control.task_inertia_kernel import LAW_TYPE, gain_matrix, task_directions
 from wbc_control.kernel_cache import kernel
+from wbc_control.kernel_types import C_MATRIX, C_VECTOR, MATRIX, VECTOR
 
 #: `null_update` of `level_step`: leave N, reduce it by M⁻¹Jpᵀ Λ_N Jp, or by M⁻¹Jpᵀ Λ Jp.
 KEEP, BLOCKING, EXACT = 0, 1, 2
-
-# Inputs are typed read-only (writable arrays convert to that; M† and task terms may be frozen).
-_MATRIX = types.Array(float64, 2, 'A', readonly=True)
-_VECTOR = types.Array(float64, 1, 'A', readonly=True)
-_C_MATRIX = float64[:, ::1]
-_C_VECTOR = float64[::1]
-_LAW = types.UniTuple(float64, len(LAW))
 
 
 @kernel()
@@ -78,19 +72,19 @@ def _vector_of(work, at, size):  # pragma: no cover - runs compiled
 
 @kernel(
     types.void(
-        _MATRIX,
-        _VECTOR,
-        _VECTOR,
-        _MATRIX,
-        _C_MATRIX,
+        MATRIX,
+        VECTOR,
+        VECTOR,
+        MATRIX,
+        C_MATRIX,
         boolean,
         float64,
         float64,
         boolean,
         int64,
-        _LAW,
-        _C_VECTOR,
-        _C_VECTOR,
+        LAW_TYPE,
+        C_VECTOR,
+        C_VECTOR,
     ),
     any_layout=True,  # task Jacobians may be views of any layout: np.dot copies the odd one
 )
@@ -123,7 +117,7 @@ def level_step(
         scale: s, the level's SNS scale.
         kinematic: damp the directions Jp itself is losing (user levels; not joint limits).
         null_update: KEEP, BLOCKING (N −= M⁻¹Jpᵀ Λ_N Jp) or EXACT (N −= M⁻¹Jpᵀ Λ Jp).
-        law: `LAW`.
+        law: `task_inertia_kernel.LAW`.
         acceleration: q̈ `(nv,)`, updated.
         stats: written with (condition number, rank, damped) `(3,)`.
     """

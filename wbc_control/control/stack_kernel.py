@@ -16,24 +16,20 @@ cost about as much as a level's arithmetic. The readable reference of the search
 test/core/test_joint_limit_kernel.py holds the two equal.
 """
 
-from numba import boolean, float64, int64, types
+from numba import boolean, float64, types
 import numpy as np
 
-from wbc_control.control.joint_limit_kernel import search_level, within_bounds
+from wbc_control.control.joint_limit_kernel import TOLERANCES, search_level, within_bounds
 from wbc_control.control.level_kernel import BLOCKING, KEEP, level_step
+from wbc_control.control.task_inertia_kernel import LAW_TYPE
 from wbc_control.kernel_cache import kernel
-
-_MATRIX = types.Array(float64, 2, 'A', readonly=True)
-_VECTOR = types.Array(float64, 1, 'A', readonly=True)
-_INDEX = types.Array(int64, 1, 'A', readonly=True)
-_LAW = types.UniTuple(float64, 5)
-_TOLERANCES = types.UniTuple(float64, 2)
+from wbc_control.kernel_types import INDEX, MATRIX, VECTOR
 
 
 @kernel(
     types.UniTuple(float64, 2)(
-        _MATRIX, _VECTOR, _MATRIX, _VECTOR, _VECTOR, _INDEX, float64, _LAW, boolean, _INDEX,
-        _VECTOR, _VECTOR, _TOLERANCES, float64[::1], float64[:, ::1], boolean[:, ::1],
+        MATRIX, VECTOR, MATRIX, VECTOR, VECTOR, INDEX, float64, LAW_TYPE, boolean, INDEX,
+        VECTOR, VECTOR, TOLERANCES, float64[::1], float64[:, ::1], boolean[:, ::1],
         float64[:, ::1], float64[::1], float64[:, ::1],
     ),
 )  # fmt: skip

@@ -10,13 +10,12 @@ Compiled for its signature on import, from numba's on-disk cache after the first
 
 import math
 
-from numba import float64, types
+from numba import types
 import numpy as np
 
 from wbc_control.kernel_cache import kernel
+from wbc_control.kernel_types import C_MATRIX, C_VECTOR
 
-_C_MATRIX = float64[:, ::1]
-_C_VECTOR = float64[::1]
 _EPSILON = 2.0**-52
 #: QL iterations per eigenvalue before giving up (EISPACK allows 30; 2 to 3 are usual).
 _MAX_ITERATIONS = 60
@@ -191,7 +190,7 @@ def _tridiagonal_ql(d, e, vt):  # pragma: no cover - runs compiled
                 vt[k, j] = p
 
 
-@kernel(types.void(_C_MATRIX, _C_VECTOR, _C_MATRIX))
+@kernel(types.void(C_MATRIX, C_VECTOR, C_MATRIX))
 def symmetric_eigen(matrix, values, vectors):  # pragma: no cover - runs compiled
     """Eigenvalues (ascending) and eigenvectors (rows) of a symmetric matrix, in place.
 

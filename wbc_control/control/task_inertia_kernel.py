@@ -28,17 +28,14 @@ from wbc_control.control.task_inertia import (
     STRUCTURALLY_NULL,
 )
 from wbc_control.kernel_cache import kernel
+from wbc_control.kernel_types import C_MATRIX, C_VECTOR, MATRIX, VECTOR
 
 #: The law's constants, handed to the kernels as an argument: numba's cache would keep the value
 #: a module-level constant of another file had when it compiled.
 LAW = (NO_AUTHORITY, STRUCTURALLY_NULL, KINEMATIC_BAND, KINEMATIC_FACTOR, BLOCKING_FRACTION)
 
-# Inputs are typed read-only (writable arrays convert to that; M† and task terms may be frozen).
-_MATRIX = types.Array(float64, 2, 'A', readonly=True)
-_VECTOR = types.Array(float64, 1, 'A', readonly=True)
-_C_MATRIX = float64[:, ::1]
-_C_VECTOR = float64[::1]
-_LAW = types.UniTuple(float64, len(LAW))
+#: The type of `LAW` in the kernels' signatures.
+LAW_TYPE = types.UniTuple(float64, len(LAW))
 _TINY = np.finfo(float).tiny
 
 
@@ -99,8 +96,8 @@ def _attenuation(sigma, band, kinematic, law):  # pragma: no cover - runs compil
 
 @kernel(
     types.UniTuple(float64, 4)(
-        _MATRIX, _VECTOR, _VECTOR, _MATRIX, boolean, boolean, float64, _LAW, _C_MATRIX,
-        _C_VECTOR, _C_VECTOR,
+        MATRIX, VECTOR, VECTOR, MATRIX, boolean, boolean, float64, LAW_TYPE, C_MATRIX,
+        C_VECTOR, C_VECTOR,
     ),
     any_layout=True,
 )  # fmt: skip
@@ -190,7 +187,7 @@ def task_directions(
 
 @kernel(
     types.UniTuple(float64, 3)(
-        _MATRIX, _VECTOR, _VECTOR, _MATRIX, boolean, boolean, float64, _LAW, _C_MATRIX, _C_MATRIX
+        MATRIX, VECTOR, VECTOR, MATRIX, boolean, boolean, float64, LAW_TYPE, C_MATRIX, C_MATRIX
     ),
     any_layout=True,
 )

@@ -2,14 +2,13 @@
 
 from typing import NamedTuple
 
-from numba import boolean, float64, types
+from numba import boolean
 import numpy as np
 import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
 from wbc_control.kernel_cache import kernel
-
-_VECTOR = types.Array(float64, 1, 'A', readonly=True)
+from wbc_control.kernel_types import VECTOR
 
 
 class LimitedTorque(NamedTuple):
@@ -88,7 +87,7 @@ class TorqueLimiter:
         return limited, saturated, rate_limited
 
 
-@kernel(boolean(_VECTOR, _VECTOR, _VECTOR))
+@kernel(boolean(VECTOR, VECTOR, VECTOR))
 def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:  # pragma: no cover
     """Whether lower ≤ τ ≤ upper on every joint (all `(n,)`); False for a NaN.
 

@@ -16,14 +16,14 @@ The DoFs' parents `λ` come from the model (`dof_parents`): the previous DoF of 
 parent joint; Pinocchio numbers every DoF after its ancestors (λ(k) < k).
 """
 
-from numba import boolean, float64, int64, types
+from numba import boolean, float64, int64
 import numpy as np
 import pinocchio as pin
 
 from wbc_control.kernel_cache import kernel
+from wbc_control.kernel_types import MATRIX
 
 #: M in any memory order (Pinocchio's is column-major), read only.
-_ANY_MATRIX = types.Array(float64, 2, 'A', readonly=True)
 
 
 def dof_parents(model: pin.Model) -> np.ndarray:
@@ -44,7 +44,7 @@ def dof_parents(model: pin.Model) -> np.ndarray:
     return parents
 
 
-@kernel(boolean(_ANY_MATRIX, int64[::1], float64[:, :, ::1], float64[:, ::1]))
+@kernel(boolean(MATRIX, int64[::1], float64[:, :, ::1], float64[:, ::1]))
 def tree_inverse(matrix, parents, work, inverse):  # pragma: no cover - runs compiled
     """Write M⁻¹ into `inverse` `(n, n)` by M = Lᵀ D L (module docstring); False if M ⊁ 0.
 

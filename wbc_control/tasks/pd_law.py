@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
 from wbc_control.kernel_cache import kernel
+from wbc_control.kernel_types import VECTOR
 
 # The ufuncs themselves: `ndarray.clip` and `ndarray.max` add a Python wrapper to each call.
 _MINIMUM, _MAXIMUM, _MAX = np.minimum, np.maximum, np.maximum.reduce
@@ -176,10 +177,7 @@ class PDGains:
         )  # fmt: skip
 
 
-_READ = types.Array(float64, 1, 'A', readonly=True)
-
-
-@kernel(types.void(_READ, _READ, types.Array(float64, 1, 'A'), _READ, _READ, _READ, _READ))
+@kernel(types.void(VECTOR, VECTOR, types.Array(float64, 1, 'A'), VECTOR, VECTOR, VECTOR, VECTOR))
 def pd_rows(
     kp, kd, desired, feed_forward, velocity_reference, velocity, error
 ):  # pragma: no cover - runs compiled
@@ -192,8 +190,8 @@ def pd_rows(
 
 @kernel(
     types.void(
-        _READ, _READ, types.Array(float64, 1, 'A'), _READ, _READ, _READ, _READ, _READ, float64,
-        float64, int64,
+        VECTOR, VECTOR, types.Array(float64, 1, 'A'), VECTOR, VECTOR, VECTOR, VECTOR, VECTOR,
+        float64, float64, int64,
     )
 )  # fmt: skip
 def pd_rows_clipped(
