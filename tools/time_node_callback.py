@@ -7,10 +7,13 @@ no DDS in between. Prints the callback's p50 / p90 / p99 and, for the same state
 controller's tick alone (`RobotState.update` + `PrioritizedController.compute`): the
 difference is the node's own work per state (decoding, the loop's limits and statistics,
 publishing). `--cold` sums a 64 MB array before each state, so that every callback starts with
-emptied caches, as one arriving over DDS at 1 kHz finds them (docs/performance.md):
+emptied caches, as one arriving over DDS at 1 kHz finds them (docs/performance.md).
+`--rejected` gives every message a NaN position instead: the callback then times the rejection
+path (decode, count, log throttle), which a faulty publisher runs for every message:
 
     OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --states 3000
     OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --cold
+    OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --rejected
 
 Fixed-base robots only (a floating base ticks on joint states paired with odometry). Needs
 rclpy and the message packages (a sourced ROS 2, or the venv's ROS wheels).
@@ -47,14 +50,19 @@ def node_of(robot_name: str, params_path: Path | None) -> ControllerNode:
     return ControllerNode()
 
 
-def state_messages(node: ControllerNode, count: int) -> list[JointState]:
-    """Joint states of the benchmark's random samples, in the robot's joint order."""
+def state_messages(node: ControllerNode, count: int, rejected: bool) -> list[JointState]:
+    """Joint states of the benchmark's random samples, in the robot's joint order.
+
+    With `rejected`, each has a NaN position, which the node rejects (`joint_states.non_finite`).
+    """
     robot = node._robot
     names = [str(name) for name in robot.joint_names]
     messages = []
     for sample in random_samples(robot, count, seed=0):
         message = JointState(name=names)
         message.position = sample.positions.tolist()
+        if rejected:
+            message.position[0] = float('nan')
         message.velocity = sample.velocities.tolist()
         messages.append(message)
     return messages
@@ -82,11 +90,14 @@ def main() -> None:
     parser.add_argument('--params-file', type=Path, default=None)
     parser.add_argument('--states', type=int, default=3000)
     parser.add_argument('--cold', action='store_true', help='empty the caches before each state')
+    parser.add_argument(
+        '--rejected', action='store_true', help='time the rejection path (NaN positions)'
+    )
     arguments = parser.parse_args()
     node = node_of(arguments.robot, arguments.params_file)
     if node._robot.floating_base:
         parser.error('a floating base ticks on joint states paired with odom: fixed base only')
-    messages = state_messages(node, 256)
+    messages = state_messages(node, 256, arguments.rejected)
     clock = node.get_clock()
 
     def callback(index: int) -> None:
@@ -113,10 +124,15 @@ def main() -> None:
     node.destroy_node()
     rclpy.shutdown()
     caches = 'emptied before each state' if arguments.cold else 'warm'
-    print(f'{arguments.robot}: {arguments.states} states in process, caches {caches} (µs)')
+    kind = 'rejected states' if arguments.rejected else 'states'
+    print(f'{arguments.robot}: {arguments.states} {kind} in process, caches {caches} (µs)')
     for name, durations in figures.items():
         p50, p90, p99 = np.percentile(durations, [50, 90, 99])
         print(f'  {name:9s} p50 {p50:7.1f}  p90 {p90:7.1f}  p99 {p99:7.1f}')
+    if arguments.rejected:
+        counted = dict(node._loop.statistics.rejected)
+        print(f'  every state rejected, none ticked (the tick alone for comparison): {counted}')
+        return
     beside = np.median(figures['callback']) - np.median(figures['tick'])
     print(f'  the node beside the tick (p50): {beside:.1f}')
 

@@ -27,6 +27,8 @@ from ros_support import RosProbe
 
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_state import RobotState
+from wbc_control.ros.controller_node import LOG_THROTTLE_S
+from wbc_control.ros.log_throttle import ThrottledLog
 
 
 @pytest.fixture(scope='module')
@@ -72,6 +74,44 @@ def test_a_failing_core_sends_the_safe_command_and_reports_why(local):
     tasks = node_status(node, 'tasks')
     assert tasks.level == DiagnosticStatus.ERROR and 'positive definite' in tasks.message
     assert values(node_status(node, 'torques'))['compute_errors'] == '1'
+
+
+def test_a_flood_of_bad_states_and_failed_ticks_is_counted_in_full_and_logged_once_a_second(
+    local, capfd
+):
+    node, published = local({**COMMON, **POSTURE})
+    now = [0.0]
+    node._throttled = ThrottledLog(node.get_logger(), LOG_THROTTLE_S, clock=lambda: now[0])
+    positions, velocities = near_ready(19)
+    nan = joint_state(JOINTS, [np.nan, *positions[1:]], velocities)
+    unknown = joint_state([*JOINTS[:-1], 'elbow'], positions, velocities)
+    for _ in range(50):
+        node._on_joint_state(nan)
+        node._on_joint_state(unknown)
+    assert published == []
+    rejected = node._loop.statistics.rejected
+    assert rejected['joint_states.non_finite'] == 50
+    assert sum(rejected.values()) == 100, rejected
+    printed = capfd.readouterr().err
+    assert printed.count('joint_states rejected') == 2, printed  # one line per reason
+
+    def fail(*args):
+        raise InvalidValue('the joint-space inertia matrix is not positive definite')
+
+    node._loop.controller.compute = fail
+    for _ in range(20):
+        node._on_joint_state(joint_state(JOINTS, positions, velocities))
+    assert len(published) == 20 and not np.any(published[-1])
+    assert values(node_status(node, 'torques'))['compute_errors'] == '20'
+    assert capfd.readouterr().err.count('positive definite') == 1
+    now[0] += LOG_THROTTLE_S
+    node._on_joint_state(nan)
+    node._on_joint_state(joint_state(JOINTS, positions, velocities))
+    printed = capfd.readouterr().err.splitlines()
+    failed = [line for line in printed if 'positive definite' in line]
+    assert len(failed) == 1 and '(19 more not logged since the last such line)' in failed[0]
+    (line,) = [line for line in printed if 'joint_states rejected' in line]
+    assert line.endswith('(49 more not logged since the last such line)')
 
 
 def test_saturation_is_published_at_the_limits_and_reported(local):

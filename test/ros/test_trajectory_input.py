@@ -260,7 +260,7 @@ def test_a_bad_trajectory_is_rejected_counted_logged_and_the_reference_kept(rig,
         lambda: rig.tick() is not None and rig.rejected(reason) > counted, ANSWER_TIMEOUT_S
     ), f'no rejected.trajectories.{reason} counted: {rig.inputs}\n{rig.process.output()}'
     npt.assert_allclose(rig.tick_until(lambda c: True, 'a command'), before, atol=1e-9)
-    # The log is throttled (one line a second for all rejections): publish until it shows.
+    # The log is throttled (one line a second per reason): publish until it shows.
     line = f'~/hand/trajectory rejected: {reason}'
 
     def logged() -> bool:

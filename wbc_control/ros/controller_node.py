@@ -40,6 +40,7 @@ from wbc_control.inputs.odometry import BaseSample, OdometryRejected
 from wbc_control.ros import controller_status as status
 from wbc_control.ros import messages
 from wbc_control.ros.controller_parameters import declare_controller_parameters
+from wbc_control.ros.log_throttle import ThrottledLog
 from wbc_control.ros.parameters import refuse_unknown
 from wbc_control.ros.runtime import load_robot_model, run_node
 from wbc_control.ros.task_inputs import TaskInputs
@@ -78,6 +79,8 @@ class ControllerNode(Node):
         self._decoder, self._odom_decoder, self._pairing = build_inputs(robot, settings)
         self._command = Float64MultiArray()
         self._traced: set[str] = set()  # internal errors whose traceback was logged
+        # Per-message lines (rejections, failed ticks): rclpy's throttle costs a tick a call.
+        self._throttled = ThrottledLog(self.get_logger(), LOG_THROTTLE_S)
         self._planned: LiveUpdate | None = None
         self._create_interfaces()
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -192,9 +195,10 @@ class ControllerNode(Node):
         """The clock or the stamps on `topic` jumped back: restart the watchdog and ramp."""
         if restarted:
             self._loop.restart()
-            self.get_logger().warning(
+            self._throttled.warning(
+                f'restart.{topic}',
                 f'{self.resolve_topic_name(topic)}: stamps or clock jumped back (publisher or '
-                'simulator restart): time rules, watchdog and soft start restarted'
+                'simulator restart): time rules, watchdog and soft start restarted',
             )
 
     def _on_clock_jump(self, jump: TimeJump) -> None:
@@ -209,7 +213,7 @@ class ControllerNode(Node):
 
     def _reject(self, key: str, message: str) -> None:
         self._loop.statistics.reject(key)
-        self.get_logger().warning(message, throttle_duration_sec=LOG_THROTTLE_S)
+        self._throttled.warning(key, message)
 
     # Output -------------------------------------------------------------------------------
 
@@ -230,7 +234,7 @@ class ControllerNode(Node):
                 f'task {name}: no target configured, holding the measured {target.round(4)}'
             )
         if outcome.error:
-            logger.error(outcome.error, throttle_duration_sec=LOG_THROTTLE_S)
+            self._throttled.error('tick', outcome.error)
         if outcome.trace and outcome.error not in self._traced and len(self._traced) < 10:
             self._traced.add(outcome.error)  # a bug's traceback once, not per tick
             logger.error(f'{outcome.error}: please report this traceback\n{outcome.trace}')

@@ -34,6 +34,7 @@ from wbc_control.conditioning.monitor import (
 from wbc_control.config.schema import load_schema
 from wbc_control.exceptions import InvalidValue
 from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejected
+from wbc_control.ros.log_throttle import ThrottledLog
 from wbc_control.ros.parameters import refuse_unknown
 from wbc_control.ros.runtime import (
     StartupError,
@@ -66,6 +67,7 @@ class DiagnosticsNode(Node):
         self._monitor = ConditioningMonitor(settings)
         self._inertia = InertiaEvaluator(self._robot)
         self._decoder = JointStateDecoder(self._robot)
+        self._throttled = ThrottledLog(self.get_logger(), _REJECTION_LOG_PERIOD_S)
         self._zero_velocities: dict[int, list[float]] = {}
         self._condition_pub = self.create_publisher(Float64, '~/condition_number', 10)
         self._ratio_pub = self.create_publisher(Float64, '~/diagonal_ratio', 10)
@@ -105,9 +107,7 @@ class DiagnosticsNode(Node):
             sample = self._decoder.decode(msg.name, msg.position, velocities, stamp_s)
         except JointStateRejected as error:
             self._monitor.reject(error.reason)
-            self.get_logger().warning(
-                f'rejected joint_states: {error}', throttle_duration_sec=_REJECTION_LOG_PERIOD_S
-            )
+            self._throttled.warning(error.reason, f'rejected joint_states: {error}')
             return
         inertia = self._inertia.evaluate(sample.positions)
         estimate = self._monitor.add_state(inertia, now_s)

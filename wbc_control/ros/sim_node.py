@@ -39,6 +39,7 @@ from std_msgs.msg import Float64MultiArray
 
 from wbc_control.config.schema import load_schema
 from wbc_control.exceptions import InvalidValue, WbcError
+from wbc_control.ros.log_throttle import ThrottledLog
 from wbc_control.ros.messages import fill_odometry
 from wbc_control.ros.parameters import refuse_unknown
 from wbc_control.ros.runtime import (
@@ -67,6 +68,8 @@ class SimNode(Node):
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
         self._schema = load_schema(NODE_NAME)
+        # Lines on per-command and per-step paths: rclpy's throttle costs more than a step.
+        self._throttled = ThrottledLog(self.get_logger(), 1.0)
         source = load_robot_model(self)
         robot = source.robot
         try:
@@ -173,9 +176,8 @@ class SimNode(Node):
         if self.settings.lockstep:
             if not self._first_state_sent:
                 # It answers no state (e.g. a controller's safe command while it starts).
-                self.get_logger().info(
-                    'lockstep: a command before the first state is ignored',
-                    throttle_duration_sec=1.0,
+                self._throttled.info(
+                    'early_command', 'lockstep: a command before the first state is ignored'
                 )
                 return
             self._last_command_wall_s = time.monotonic()
@@ -187,10 +189,7 @@ class SimNode(Node):
     def _log_rejection(self, error: CommandRejected) -> None:
         total = sum(self.commands.rejected.values())
         message = f'rejected torque command ({error}); {total} rejected so far'
-        if self.commands.rejected[error.reason] == 1:
-            self.get_logger().warning(message)
-        else:
-            self.get_logger().warning(message, throttle_duration_sec=1.0)
+        self._throttled.warning(f'rejected.{error.reason}', message)
 
     def _on_physics_timer(self) -> None:
         if self._holding:
@@ -214,9 +213,8 @@ class SimNode(Node):
 
     def _warn_if_slow(self) -> None:
         if self._pacer.dropped_backlog:
-            self.get_logger().warning(
-                'simulation is slower than real_time_factor; dropping the backlog',
-                throttle_duration_sec=5.0,
+            self._throttled.warning(
+                'slow', 'simulation is slower than real_time_factor; dropping the backlog', 5.0
             )
 
     def _on_resend_timer(self) -> None:
@@ -227,9 +225,9 @@ class SimNode(Node):
             wanted = self.settings.lockstep_subscribers
             commanded = self._command_sub.get_publisher_count() > 0
             if commanded and 0 < listeners < wanted:
-                self.get_logger().info(
+                self._throttled.info(
+                    'waiting',
                     f'lockstep: waiting for {wanted} joint_states subscribers, {listeners} so far',
-                    throttle_duration_sec=1.0,
                 )
             if commanded and listeners >= wanted:
                 self._last_command_wall_s = time.monotonic()
@@ -276,9 +274,10 @@ class SimNode(Node):
         beyond = np.abs(torque) > self._effort_limits
         if beyond.any():
             names = [self._joint_state.name[i] for i in np.flatnonzero(beyond)]
-            self.get_logger().warning(
+            self._throttled.warning(
+                'beyond_effort',
                 f'command beyond the URDF effort limit of {", ".join(names)}; applied unclipped',
-                throttle_duration_sec=5.0,
+                5.0,
             )
 
     def _open_viewer(self) -> Viewer | None:
