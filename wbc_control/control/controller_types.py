@@ -174,7 +174,7 @@ class ControllerResult(NamedTuple):
     contacts: Sequence[ContactForceReport] = ()
     base_wrench_residual: float = 0.0  # N / N m the contacts cannot balance (floating base)
     constraint_method: str = ''  # how the dagger terms were computed ('schur' / 'block_lu')
-    joints_at_limit: tuple[str, ...] = ()  # joints held by the joint-limit level this tick
+    joints_at_limit: Sequence[str] = ()  # joints held by the joint-limit level this tick
     task_scale: float = 1.0  # < 1: user tasks scaled down to fit joint or effort limits
     transition: TransitionReport = TransitionReport()  # contact and task switches
 

@@ -291,8 +291,8 @@ class PrioritizedController:
             SEARCH_TOLERANCES, acceleration, self._null_space, *self._search, stats,
         )  # fmt: skip
         level_reports = LazyReports(level_health, self.levels, self._generic_ranks, stats)
-        if saturated_count:  # the saturated joints, a mask
-            held = self._search[0][-1]
+        if saturated_count:  # the saturated joints, a mask (the buffer is the next tick's)
+            held = self._search[0][-1].copy()
         if limits is not None:
             unforced, base = partial(self._unforced, inverse_inertia, start), None
             if not searched and not limits.within(acceleration, bounds):  # no tasks: q̈₀ alone
@@ -340,7 +340,7 @@ class PrioritizedController:
             contact_reports,
             residual,
             method,
-            () if held is None else limits.names(held),
+            () if held is None else LazyReports(limits.names, held),  # named when read
             scale,
         )
 
