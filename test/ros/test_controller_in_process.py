@@ -114,6 +114,22 @@ def test_a_flood_of_bad_states_and_failed_ticks_is_counted_in_full_and_logged_on
     assert line.endswith('(49 more not logged since the last such line)')
 
 
+def test_a_bug_in_the_core_sends_the_safe_command_and_its_traceback_is_logged_once(local, capfd):
+    node, published = local({**COMMON, **POSTURE})
+
+    def bug(*args):
+        raise ValueError('need at least one array to concatenate')
+
+    node._loop.controller.compute = bug
+    for _ in range(20):
+        node._on_joint_state(joint_state(JOINTS, *near_ready(20)))
+    assert len(published) == 20 and not np.any(published[-1])
+    assert values(node_status(node, 'torques'))['compute_errors'] == '20'
+    printed = capfd.readouterr().err
+    assert printed.count('please report this traceback') == 1, printed
+    assert 'Traceback' in printed and 'in bug' in printed
+
+
 def test_saturation_is_published_at_the_limits_and_reported(local):
     stiff = {'posture': {**POSTURE['tasks']['posture'], 'kp': 1e4, 'kd': 0.0}}
     node, published = local({**COMMON, **POSTURE, 'tasks': stiff, 'effort_limits': 5.0})

@@ -40,7 +40,12 @@ class TickOutcome(NamedTuple):
     error: str = ''  # why the safe command went out instead of the task torque
     held: tuple[tuple[str, np.ndarray], ...] = ()  # tasks that took the measured target
     resumed: bool = False  # the first tick after a stale period
-    trace: str = ''  # the traceback of an unexpected exception (a bug), else empty
+    bug: Exception | None = None  # an unexpected exception (a bug), else None
+
+    @property
+    def trace(self) -> str:
+        """The bug's traceback, else empty: formatted when asked, not on every failing tick."""
+        return '' if self.bug is None else ''.join(traceback.format_exception(self.bug))
 
 
 class ControllerLoop:
@@ -95,7 +100,7 @@ class ControllerLoop:
         self._watchdog.feed(now_s, time.monotonic() if wall_s is None else wall_s)
         if resumed:
             self.soft_start.restart()
-        robot, result, held, error, trace = self.controller.robot, None, (), '', ''
+        robot, result, held, error, bug = self.controller.robot, None, (), '', None
         try:
             robot.configuration(positions, base_pose, out=self._q)
             robot.velocity(velocities, base_twist, out=self._v)
@@ -114,7 +119,7 @@ class ControllerLoop:
             error, kind = f'controller failed: {failure}', 'compute_error'
         except Exception as failure:  # noqa: BLE001  (a bug must cost one safe tick, not the node)
             error = f'internal error: {type(failure).__name__}: {failure}'
-            kind, trace = 'compute_error', traceback.format_exc()
+            kind, bug = 'compute_error', failure
         if error:
             self.statistics.fail(kind, error)
             result, torque = None, self.safe_torque()
@@ -127,7 +132,7 @@ class ControllerLoop:
             rate_limited = command.rate_limited | result.rate_limited
         seconds = time.perf_counter() - started
         self.statistics.tick(result, saturated, rate_limited, seconds)
-        return TickOutcome(torque, error, held, resumed, trace)
+        return TickOutcome(torque, error, held, resumed, bug)
 
     def _hold_pending_targets(self):
         for entry in self.controller.entries:
