@@ -40,12 +40,14 @@ class TickOutcome(NamedTuple):
     error: str = ''  # why the safe command went out instead of the task torque
     held: tuple[tuple[str, np.ndarray], ...] = ()  # tasks that took the measured target
     resumed: bool = False  # the first tick after a stale period
-    bug: Exception | None = None  # an unexpected exception (a bug), else None
+    # An unexpected exception (a bug), its stack without source lines and without its frames
+    # (which would tie this tick's locals into a reference cycle), else None.
+    bug: traceback.TracebackException | None = None
 
     @property
     def trace(self) -> str:
-        """The bug's traceback, else empty: formatted when asked, not on every failing tick."""
-        return '' if self.bug is None else ''.join(traceback.format_exception(self.bug))
+        """The bug's traceback, else empty: its source lines read when asked, not every tick."""
+        return '' if self.bug is None else ''.join(self.bug.format())
 
 
 class ControllerLoop:
@@ -119,7 +121,8 @@ class ControllerLoop:
             error, kind = f'controller failed: {failure}', 'compute_error'
         except Exception as failure:  # noqa: BLE001  (a bug must cost one safe tick, not the node)
             error = f'internal error: {type(failure).__name__}: {failure}'
-            kind, bug = 'compute_error', failure
+            kind = 'compute_error'
+            bug = traceback.TracebackException.from_exception(failure, lookup_lines=False)
         if error:
             self.statistics.fail(kind, error)
             result, torque = None, self.safe_torque()
