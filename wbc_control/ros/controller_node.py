@@ -235,7 +235,8 @@ class ControllerNode(Node):
             )
         if outcome.error:
             self._throttled.error('tick', outcome.error)
-        if outcome.bug and outcome.error not in self._traced and len(self._traced) < 10:
+        new_bug = outcome.bug is not None and outcome.error not in self._traced
+        if new_bug and len(self._traced) < 10:
             self._traced.add(outcome.error)  # a bug's traceback once, not per tick
             logger.error(f'{outcome.error}: please report this traceback\n{outcome.trace}')
 
