@@ -264,23 +264,26 @@ def _ceiling(distance, max_speed, kp, kd, deceleration):  # pragma: no cover - r
 
 @kernel(
     types.void(
-        VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, float64, float64, float64, float64[::1],
-        float64[::1],
+        VECTOR, VECTOR, INDEX, INDEX, VECTOR, VECTOR, VECTOR, float64, float64, float64,
+        float64[::1], float64[::1],
     ),
 )  # fmt: skip
 def acceleration_bounds(
-    positions, velocities, lower_wall, upper_wall, max_speed, kp, kd, deceleration, lower, upper
-):  # pragma: no cover - runs compiled
+    q, v, positions, velocities, lower_wall, upper_wall, max_speed, kp, kd, deceleration, lower,
+    upper,
+):  # fmt: skip  # pragma: no cover - runs compiled
     """Write a⁻ and a⁺ of every joint (`JointLimits.bounds`, joint_limits.py's docstring).
 
     aᵢ⁺ = kd (v⁺(dᵢ) − q̇ᵢ) with v⁺(d) = min(ω d, √(2 A d), v_max), d the distance to the upper
-    wall, and symmetrically aᵢ⁻; a⁻ ≤ a⁺ even where both walls are close.
+    wall, and symmetrically aᵢ⁻; a⁻ ≤ a⁺ even where both walls are close. Joint i's position
+    is q[positions[i]] and its speed v[velocities[i]] (read here: two numpy gathers a tick).
     """
     for i in range(positions.shape[0]):
-        up = _ceiling(upper_wall[i] - positions[i], max_speed[i], kp, kd, deceleration)
-        down = _ceiling(positions[i] - lower_wall[i], max_speed[i], kp, kd, deceleration)
-        upper[i] = kd * (up - velocities[i])
-        lower[i] = min(kd * (-down - velocities[i]), upper[i])
+        position, velocity = q[positions[i]], v[velocities[i]]
+        up = _ceiling(upper_wall[i] - position, max_speed[i], kp, kd, deceleration)
+        down = _ceiling(position - lower_wall[i], max_speed[i], kp, kd, deceleration)
+        upper[i] = kd * (up - velocity)
+        lower[i] = min(kd * (-down - velocity), upper[i])
 
 
 @kernel(

@@ -131,8 +131,10 @@ class JointLimits:
         size = self.velocity_indices.shape[0]
         lower, upper = np.empty((2, size)) if out is None else out  # one allocation
         acceleration_bounds(
-            state.q[self._q_positions],
-            state.v[self._v],
+            state.q,
+            state.v,
+            self._q_positions,
+            self.velocity_indices,
             self.lower_wall,
             self.upper_wall,
             self.max_speed,
