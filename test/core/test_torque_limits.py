@@ -1,3 +1,5 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import numpy as np
 import pytest
 
@@ -84,3 +86,85 @@ def test_fits_is_inclusive_and_false_for_a_nan():
     assert not fits(np.array([0.0, -2.5]), lower, upper)
     assert not fits(np.array([np.nan, 0.0]), lower, upper)
     assert fits(np.zeros(0), np.zeros(0), np.zeros(0))
+
+
+class NumpyLimiter:
+    """The limiter as written with `np.clip`: the reference of `TorqueLimiter`'s faster form."""
+
+    def __init__(self, effort_limits: np.ndarray, rate_limits: np.ndarray) -> None:
+        self.effort, self.rate, self.previous = effort_limits, rate_limits, None
+
+    def limit(self, torque: np.ndarray, dt: float | None):
+        """(limited, saturated, rate limited), as `TorqueLimiter.limit` computed them before."""
+        limited = np.maximum(np.minimum(torque, self.effort), -self.effort)
+        saturated = limited != torque
+        rate_limited = np.zeros(torque.shape[0], dtype=bool)
+        if self.previous is not None and dt is not None and dt > 0.0:
+            step = self.rate * dt
+            with np.errstate(invalid='ignore'):  # inf - inf: a NaN bound, as the kernel has
+                low, high = self.previous - step, self.previous + step
+            rate_limited = (limited < low) | (limited > high)
+            limited = np.clip(limited, low, high)
+        self.previous = limited.copy()
+        return limited, saturated, rate_limited
+
+    def window(self, dt: float | None):
+        """(lower, upper), as `TorqueLimiter.window` computed them before."""
+        if self.previous is None or dt is None or dt <= 0.0:
+            return None
+        step = self.rate * dt
+        return (
+            np.maximum(-self.effort, self.previous - step),
+            np.minimum(self.effort, self.previous + step),
+        )
+
+
+SIZE = 3
+LIMITS = st.one_of(st.floats(1e-3, 1e3), st.just(np.inf))
+TORQUES = st.one_of(
+    st.floats(-2e3, 2e3),
+    st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e300]),
+)
+DT = st.one_of(st.none(), st.sampled_from([0.0, -1e-3]), st.floats(1e-5, 0.1))
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just('limit'), st.lists(TORQUES, min_size=SIZE, max_size=SIZE), DT),
+        st.tuples(st.just('window'), st.just(None), DT),
+        st.tuples(st.just('reset'), st.just(None), st.just(None)),
+    ),
+    max_size=12,
+)
+
+
+def same_bits(actual, expected) -> bool:
+    return actual.dtype == expected.dtype and actual.tobytes() == expected.tobytes()
+
+
+@pytest.mark.filterwarnings('ignore:invalid value:RuntimeWarning')  # inf - inf, unlimited joints
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(LIMITS, min_size=SIZE, max_size=SIZE),
+    st.lists(LIMITS, min_size=SIZE, max_size=SIZE),
+    STEPS,
+)
+def test_the_limiter_gives_np_clips_limits_bit_for_bit(effort, rate, steps):
+    """NaN, ±inf, ±0, ties and no previous command included, through resets and windows."""
+    limiter = TorqueLimiter(effort, rate_limits=rate)
+    reference = NumpyLimiter(np.array(effort), np.array(rate))
+    for kind, values, dt in steps:
+        if kind == 'reset':
+            limiter.reset()
+            reference.previous = None
+        elif kind == 'window':
+            window, expected = limiter.window(dt), reference.window(dt)
+            assert (window is None) == (expected is None)
+            if expected is not None:
+                assert same_bits(window[0], expected[0]) and same_bits(window[1], expected[1])
+        else:
+            torque = np.array(values)
+            out = limiter.apply(torque, dt)
+            expected = reference.limit(torque, dt)
+            assert same_bits(out.torque, expected[0]), (out.torque, expected[0])
+            assert out.saturated.tolist() == expected[1].tolist()
+            assert out.rate_limited.tolist() == expected[2].tolist()
+            np.testing.assert_array_equal(torque, values)  # the input is left as it was

@@ -82,7 +82,8 @@ class TorqueLimiter:
             step = self.rate_limits * dt
             low, high = self._previous - step, self._previous + step
             rate_limited = (limited < low) | (limited > high)
-            np.clip(limited, low, high, out=limited)
+            # np.clip's result by its two ufuncs, without its Python wrapper (1 µs a tick).
+            np.minimum(np.maximum(limited, low, out=limited), high, out=limited)
         self._previous = limited.copy()
         return limited, saturated, rate_limited
 
