@@ -1,4 +1,4 @@
-"""`ThrottledLog`: one line per key and period, printed by the node's real rclpy logger.
+"""`ThrottledLog`: one line per key and period, printed by a real rclpy (rcutils) logger.
 
 rcutils writes the lines to the process's stderr, which `capfd` reads; the clock is a list
 the test moves, so no test waits on the wall clock.
@@ -9,25 +9,18 @@ from pathlib import Path
 import re
 
 import pytest
-from ros_support import RosProbe
+from rclpy.logging import get_logger
 
 from wbc_control.ros.log_throttle import ThrottledLog
 
 PACKAGE = Path(__file__).resolve().parents[2] / 'wbc_control'
 
 
-@pytest.fixture(scope='module')
-def probe():
-    probe = RosProbe('log_throttle_test')
-    yield probe
-    probe.close()
-
-
 @pytest.fixture
-def throttled(probe):
-    """A ThrottledLog of period 1 s on a real node's logger, and its clock `[now_s]`."""
+def throttled():
+    """A ThrottledLog of period 1 s on an rclpy logger, and its clock `[now_s]`."""
     now = [100.0]
-    return ThrottledLog(probe.node.get_logger(), 1.0, clock=lambda: now[0]), now
+    return ThrottledLog(get_logger('log_throttle_test'), 1.0, clock=lambda: now[0]), now
 
 
 def lines(capfd, text: str) -> list[str]:
