@@ -276,7 +276,7 @@ def acceleration_bounds(
 
     aᵢ⁺ = kd (v⁺(dᵢ) − q̇ᵢ) with v⁺(d) = min(ω d, √(2 A d), v_max), d the distance to the upper
     wall, and symmetrically aᵢ⁻; a⁻ ≤ a⁺ even where both walls are close. Joint i's position
-    is q[positions[i]] and its speed v[velocities[i]] (read here: two numpy gathers a tick).
+    is q[positions[i]] and its speed v[velocities[i]], read here rather than gathered by numpy.
     """
     for i in range(positions.shape[0]):
         position, velocity = q[positions[i]], v[velocities[i]]

@@ -110,14 +110,13 @@ class JointLimits:
         self.upper_wall = upper - inset
         self.joint_names = tuple(robot.joint_names)
         self._name_array = np.array(self.joint_names, dtype=object)
-        self._v = robot.indices.v
-        #: Each actuated joint's velocity index, `(n_act,)` int64 (for the compiled search).
+        #: Each actuated joint's velocity index, `(n_act,)` int64.
         self.velocity_indices = np.asarray(robot.indices.v, dtype=np.int64)
         # Each joint's entry of q: its position; for a continuous joint (no walls: its
         # distance to them is inf at any finite position) the cosine, a finite stand-in.
         self._q_positions = _position_entries(robot)
         self._rows = np.zeros((robot.n_actuated, robot.nv))  # (n_act, nv) eᵢᵀ
-        self._rows[np.arange(robot.n_actuated), self._v] = 1.0
+        self._rows[np.arange(robot.n_actuated), self.velocity_indices] = 1.0
 
     def bounds(
         self, state: RobotState, out: np.ndarray | None = None
@@ -179,7 +178,8 @@ class JointLimits:
         for taken in (level, held):
             if taken is not None:
                 free &= ~taken.active
-        base, change = unforced[self._v], full[self._v] - unforced[self._v]
+        joints = self.velocity_indices
+        base, change = unforced[joints], full[joints] - unforced[joints]
         outside = free & ((base > upper + BOUND_TOLERANCE) | (base < lower - BOUND_TOLERANCE))
         if outside.any():
             return None, self._with(level, outside, np.clip(base, lower, upper))
