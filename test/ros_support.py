@@ -5,7 +5,7 @@
 a condition holds or a timeout expires.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 import os
 from pathlib import Path
 import signal
@@ -148,3 +148,10 @@ class RosProbe:
     def close(self) -> None:
         """Destroy the node (rclpy stays initialised for other probes)."""
         self.node.destroy_node()
+
+
+def named_probe(request: object) -> Iterator[RosProbe]:
+    """A RosProbe named after the requesting test module (a pytest fixture's body)."""
+    probe = RosProbe(f'{Path(str(request.path)).stem}_probe')
+    yield probe
+    probe.close()

@@ -23,19 +23,11 @@ from panda_example import core_result
 import pinocchio as pin
 import pytest
 from robots import robot
-from ros_support import RosProbe
 
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_state import RobotState
 from wbc_control.ros.controller_node import LOG_THROTTLE_S
 from wbc_control.ros.log_throttle import ThrottledLog
-
-
-@pytest.fixture(scope='module')
-def probe():
-    probe = RosProbe('controller_in_process_test')
-    yield probe
-    probe.close()
 
 
 @pytest.fixture

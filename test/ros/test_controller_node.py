@@ -38,7 +38,7 @@ import pinocchio as pin
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from robots import robot
-from ros_support import NodeProcess, RosProbe
+from ros_support import NodeProcess
 from sensor_msgs.msg import JointState
 
 from wbc_control.model.example_robots import example_robot_urdf
@@ -84,13 +84,6 @@ FAILING_STARTS = {
         ['-p', 'stale_comand:=gravity'],
     ),
 }
-
-
-@pytest.fixture(scope='module')
-def probe():
-    probe = RosProbe('controller_node_test')
-    yield probe
-    probe.close()
 
 
 @pytest.fixture(scope='module')

@@ -234,13 +234,6 @@ def status_is(level: bytes, text: str = '') -> Callable[[DiagnosticStatus], bool
 
 
 @pytest.fixture(scope='module')
-def probe():
-    probe = RosProbe('test_diagnostics_probe')
-    yield probe
-    probe.close()
-
-
-@pytest.fixture(scope='module')
 def panda_robot() -> RobotModel:
     path, floating_base = example_robot_urdf('panda')
     return RobotModel.from_urdf_path(path, floating_base)

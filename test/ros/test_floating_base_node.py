@@ -17,20 +17,12 @@ import numpy.testing as npt
 import pytest
 from rclpy.parameter import Parameter
 from robots import core_controller, robot
-from ros_support import RosProbe
 from sensor_msgs.msg import JointState
 
 from wbc_control.control.contacts import holding_torque
 from wbc_control.control.prioritized_controller import ControllerResult
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_state import RobotState
-
-
-@pytest.fixture(scope='module')
-def probe():
-    probe = RosProbe('floating_base_node_test')
-    yield probe
-    probe.close()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from diagnostic_msgs.msg import DiagnosticArray
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from ros_support import NodeProcess, RosProbe
+from ros_support import NodeProcess, named_probe
 from std_msgs.msg import String
 
 from wbc_control.model.example_robots import example_robot_urdf
@@ -14,10 +14,9 @@ LATCHED = QoSProfile(
 
 
 @pytest.fixture
-def probe():
-    probe = RosProbe('runtime_probe')
-    yield probe
-    probe.close()
+def probe(request):
+    """A new probe node for each test."""
+    yield from named_probe(request)
 
 
 def test_urdf_from_a_latched_topic_like_robot_state_publisher(probe):

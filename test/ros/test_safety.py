@@ -133,13 +133,6 @@ def blend(command: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[floa
 
 
 @pytest.fixture(scope='module')
-def probe():
-    probe = RosProbe('safety_test')
-    yield probe
-    probe.close()
-
-
-@pytest.fixture(scope='module')
 def controllers(probe):
     started = {
         'panda': Controller(

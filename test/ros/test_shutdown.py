@@ -27,7 +27,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
 from rclpy.parameter_client import AsyncParameterClient
-from ros_support import NodeProcess, RosProbe, start_panda_node
+from ros_support import NodeProcess, RosProbe, named_probe, start_panda_node
 from std_msgs.msg import Float64MultiArray
 
 NODE_CONFIGS = {
@@ -49,10 +49,9 @@ SECOND_SIGNAL_AFTER_S = 0.02
 
 
 @pytest.fixture
-def probe() -> Iterator[RosProbe]:
-    probe = RosProbe('shutdown_probe')
-    yield probe
-    probe.close()
+def probe(request) -> Iterator[RosProbe]:
+    """A new probe node for each test."""
+    yield from named_probe(request)
 
 
 def start(script: str, *overrides: str) -> NodeProcess:

@@ -10,7 +10,7 @@ import pinocchio as pin
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
-from ros_support import NodeProcess, RosProbe
+from ros_support import NodeProcess, RosProbe, named_probe
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -33,10 +33,9 @@ def panda() -> RobotModel:
 
 
 @pytest.fixture
-def probe() -> Iterator[RosProbe]:
-    probe = RosProbe('sim_test_probe')
-    yield probe
-    probe.close()
+def probe(request) -> Iterator[RosProbe]:
+    """A new probe node for each test."""
+    yield from named_probe(request)
 
 
 def panda_parameters(**overrides) -> dict:
