@@ -8,11 +8,14 @@ controller's tick alone (`RobotState.update` + `PrioritizedController.compute`):
 difference is the node's own work per state (decoding, the loop's limits and statistics,
 publishing). `--cold` sums a 64 MB array before each state, so that every callback starts with
 emptied caches, as one arriving over DDS at 1 kHz finds them (docs/performance.md).
-`--rejected` gives every message a NaN position instead: the callback then times the rejection
-path (decode, count, log throttle), which a faulty publisher runs for every message:
+`--idle` sleeps 0.9 ms before each state, the idle part of a 1 kHz period, so that each state
+finds the CPU waking from idle as over DDS. `--rejected` gives every message a NaN position
+instead: the callback then times the rejection path (decode, count, log throttle), which a
+faulty publisher runs for every message:
 
     OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --states 3000
     OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --cold
+    OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --idle
     OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --rejected
 
 Fixed-base robots only (a floating base ticks on joint states paired with odometry). Needs
@@ -38,6 +41,7 @@ from wbc_control.ros.controller_node import NODE_NAME, ControllerNode
 
 WARMUP = 300
 FLUSH_VALUES = 8 * 1024 * 1024  # 64 MB of float64: beyond the machine's caches
+IDLE_S = 0.0009  # the idle part of a 1 kHz period
 
 
 def node_of(robot_name: str, params_path: Path | None) -> ControllerNode:
@@ -68,14 +72,21 @@ def state_messages(node: ControllerNode, count: int, rejected: bool) -> list[Joi
     return messages
 
 
-def timed_us(states: int, call: Callable[[int], None], cold: bool) -> np.ndarray:
-    """µs of `call(i)` for i in range(states), after a warm-up; caches emptied first if `cold`."""
+def timed_us(
+    states: int, call: Callable[[int], None], cold: bool, idle: bool = False
+) -> np.ndarray:
+    """µs of `call(i)` for i in range(states), after a warm-up.
+
+    Before each call the caches are emptied if `cold`, and the process sleeps `IDLE_S` if `idle`.
+    """
     flush = np.ones(FLUSH_VALUES) if cold else None
     durations = np.empty(states)
     gc.collect()
     for index in range(-WARMUP, states):
         if flush is not None:
             flush.sum()
+        if idle:
+            time.sleep(IDLE_S)
         start = time.perf_counter_ns()
         call(index)
         if index >= 0:
@@ -90,6 +101,7 @@ def main() -> None:
     parser.add_argument('--params-file', type=Path, default=None)
     parser.add_argument('--states', type=int, default=3000)
     parser.add_argument('--cold', action='store_true', help='empty the caches before each state')
+    parser.add_argument('--idle', action='store_true', help='sleep 0.9 ms before each state')
     parser.add_argument(
         '--rejected', action='store_true', help='time the rejection path (NaN positions)'
     )
@@ -118,12 +130,13 @@ def main() -> None:
         controller.compute(state)
 
     figures = {
-        'callback': timed_us(arguments.states, callback, arguments.cold),
-        'tick': timed_us(arguments.states, tick, arguments.cold),
+        'callback': timed_us(arguments.states, callback, arguments.cold, arguments.idle),
+        'tick': timed_us(arguments.states, tick, arguments.cold, arguments.idle),
     }
     node.destroy_node()
     rclpy.shutdown()
     caches = 'emptied before each state' if arguments.cold else 'warm'
+    caches += ', 0.9 ms idle before each state' if arguments.idle else ''
     kind = 'rejected states' if arguments.rejected else 'states'
     print(f'{arguments.robot}: {arguments.states} {kind} in process, caches {caches} (µs)')
     for name, durations in figures.items():
