@@ -16,6 +16,7 @@ from wbc_control.control.contacts import (
 )
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, SingularConstraint
+from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import ComTask, FrameOrientationTask, FramePositionTask, JointPostureTask
@@ -291,3 +292,45 @@ def test_a_fixed_base_has_no_base_wrench_to_balance():
     result = ctrl.compute(state)
     assert result.base_wrench_residual == 0.0
     np.testing.assert_array_equal(result.contacts[0].force, 0.0)
+
+
+def solo8() -> RobotModel:
+    """Solo-8 (example-robot-data's solo.urdf): two joints per leg, both in its sagittal plane."""
+    return RobotModel.from_urdf_path(
+        robots_directory() / 'solo_description/robots/solo.urdf', True
+    )
+
+
+def test_contacts_whose_directions_depend_on_each_other_are_refused_by_name():
+    """Solo-8's feet cannot move sideways: four point feet fix 12 directions of rank 11.
+
+    Every tick would raise SingularConstraint (the block matrix is singular, Johnson 2024,
+    eq 32), so the set is refused when the controller is built or the contacts change, naming
+    the contacts; two diagonal point feet (6 independent directions) are taken and give
+    torques. (Three are taken too, independent at random configurations, but with the feet on
+    one plane, as standing on flat ground, their lateral rows lose rank: the tick's error.)
+    """
+    solo = solo8()
+    feet = [Contact.create(solo, f'{leg}_FOOT', 'point') for leg in ('FL', 'FR', 'HL', 'HR')]
+    posture = [TaskEntry('posture', JointPostureTask(solo, np.zeros(8), kp=10.0), 0)]
+    refusal = r'FL_FOOT \(point\), .*HR_FOOT \(point\) fix 12 directions of which only 11'
+    with pytest.raises(InvalidTaskConfig, match=refusal):
+        PrioritizedController(solo, posture, contacts=feet)
+    controller = PrioritizedController(solo, posture, contacts=[feet[0], feet[3]])
+    with pytest.raises(InvalidTaskConfig, match=refusal):
+        controller.stacks.set_contacts(feet)
+    assert controller.stacks.switching.requested.contacts == ('FL_FOOT', 'HR_FOOT')
+    state = RobotState(solo)
+    q = solo.configuration([0.8, -1.6, 0.8, -1.6, -0.8, 1.6, -0.8, 1.6], [0, 0, 0.25, 0, 0, 0, 1])
+    state.update(q, np.zeros(solo.nv))
+    assert np.isfinite(controller.compute(state).torque).all()
+
+
+def test_a_contact_on_a_frame_the_joints_cannot_move_is_refused():
+    """A contact on the fixed base's root fixes directions nothing moves: A's rows are zero."""
+    panda = robot('panda')
+    root = Contact.create(panda, 'panda_link0', 'point')
+    with pytest.raises(
+        InvalidTaskConfig, match=r'panda_link0 \(point\) fix 3 directions of which only 0'
+    ):
+        PrioritizedController(panda, [], contacts=[root])

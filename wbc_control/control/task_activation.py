@@ -54,7 +54,7 @@ from wbc_control.control.controller_types import (
     TaskReport,
     validate_weight,
 )
-from wbc_control.control.task_inertia import sampled_generic_ranks
+from wbc_control.control.task_inertia import generic_contact_rank, sampled_generic_ranks
 from wbc_control.exceptions import InvalidTaskConfig, ModelError
 from wbc_control.model.robot_model import RobotModel
 
@@ -105,6 +105,7 @@ def build_stack(
     if unknown:
         raise InvalidTaskConfig(f'no task named {", ".join(unknown)}')
     contacts = tuple(known_contacts[frame] for frame in key.contacts)
+    require_independent(robot, contacts)
     active = [
         entry
         for entry in entries
@@ -120,6 +121,28 @@ def build_stack(
     ranks = sampled_generic_ranks(robot, levels, contacts)
     weights = contact_row_weights(contacts) if contacts else np.zeros(0)
     return Stack(key, contacts, levels, rows, ranks, weights, cone_check_terms(contacts))
+
+
+def require_independent(robot: RobotModel, contacts: Sequence[Contact]) -> None:
+    """Refuse contacts whose directions depend on each other at almost every configuration.
+
+    Raises:
+        InvalidTaskConfig: the stacked contact Jacobian A has fewer independent rows than rows
+            (`generic_contact_rank`): every tick would raise SingularConstraint.
+    """
+    rows = sum(contact.dim for contact in contacts)
+    if not rows:
+        return
+    rank = generic_contact_rank(robot, contacts)
+    if rank < rows:
+        frames = ', '.join(f'{contact.frame} ({contact.kind.value})' for contact in contacts)
+        raise InvalidTaskConfig(
+            f'contacts {frames} fix {rows} directions of which only {rank} are independent '
+            'at random configurations: the robot cannot move them separately, and the '
+            'block matrix [M Aᵀ; A 0] would be singular on every tick (Johnson 2024, eq 32). '
+            'Use fewer contacts or contact types that fix fewer directions '
+            '(docs/floating_base.md, "Dependent contacts")'
+        )
 
 
 class Stacks:

@@ -276,14 +276,8 @@ def sampled_generic_ranks(
     Returns:
         One rank per level; a level whose tasks cannot be evaluated counts all its rows.
     """
-    model = robot.model
-    lower = np.clip(model.lowerPositionLimit, -3.0, 3.0)
-    upper = np.clip(model.upperPositionLimit, -3.0, 3.0)
-    state = RobotState(robot)
-    rng = np.random.default_rng(0)
     cumulative = np.zeros(len(levels), dtype=int)
-    for _ in range(samples):
-        state.update(pin.randomConfiguration(model, lower, upper), rng.standard_normal(robot.nv))
+    for state in random_states(robot, samples):
         try:
             jacobians = [
                 level.stack([entry.task.compute(state) for entry in level.entries])[0]
@@ -294,6 +288,34 @@ def sampled_generic_ranks(
         constraint = contact_jacobian(state, contacts)[0] if contacts else None
         cumulative = np.maximum(cumulative, generic_level_ranks(jacobians, constraint))
     return tuple(np.diff(cumulative, prepend=0).tolist())
+
+
+def generic_contact_rank(robot: RobotModel, contacts: Sequence, samples: int = 3) -> int:
+    """The rank of the stacked contact Jacobian A, the largest over random states.
+
+    Rows are normalised as in `generic_level_ranks`. Below A's row count, the contacts' directions
+    depend on each other at almost every configuration, and [M Aᵀ; A 0] is singular there
+    (Johnson 2024, eq 32).
+    """
+    return max(
+        int(generic_level_ranks([contact_jacobian(state, contacts)[0]])[0])
+        for state in random_states(robot, samples)
+    )
+
+
+def random_states(robot: RobotModel, samples: int):
+    """`samples` states at random configurations (joints within ±3 rad or m), one buffer.
+
+    The same seeded sequence on every call; each state is valid until the next is yielded.
+    """
+    model = robot.model
+    lower = np.clip(model.lowerPositionLimit, -3.0, 3.0)
+    upper = np.clip(model.upperPositionLimit, -3.0, 3.0)
+    state = RobotState(robot)
+    rng = np.random.default_rng(0)
+    for _ in range(samples):
+        state.update(pin.randomConfiguration(model, lower, upper), rng.standard_normal(robot.nv))
+        yield state
 
 
 def projected_terms(
