@@ -69,6 +69,7 @@ MODULES = (
     'wbc_control/control/torque_fit.py',
     'wbc_control/tasks/pd_law.py',
     'wbc_control/control/held_joints.py',
+    'wbc_control/control/generic_ranks.py',
 )
 #: Fastest and most specific first: with -x a killed mutant stops at its first failure.
 TESTS = (

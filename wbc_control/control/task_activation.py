@@ -54,7 +54,7 @@ from wbc_control.control.controller_types import (
     TaskReport,
     validate_weight,
 )
-from wbc_control.control.task_inertia import generic_contact_rank, sampled_generic_ranks
+from wbc_control.control.generic_ranks import generic_contact_rank, sampled_generic_ranks
 from wbc_control.exceptions import InvalidTaskConfig, ModelError
 from wbc_control.model.robot_model import RobotModel
 
@@ -99,7 +99,7 @@ def build_stack(
     A task that a contact holds completely (:func:`held_by_contact`) sits out while it does.
 
     Built outside the tick: the generic ranks are sampled at random configurations
-    (:func:`~wbc_control.control.task_inertia.sampled_generic_ranks`).
+    (:func:`~wbc_control.control.generic_ranks.sampled_generic_ranks`).
     """
     unknown = sorted(key.inactive - {entry.name for entry in entries})
     if unknown:
