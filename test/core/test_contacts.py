@@ -307,8 +307,9 @@ def test_contacts_whose_directions_depend_on_each_other_are_refused_by_name():
     Every tick would raise SingularConstraint (the block matrix is singular, Johnson 2024,
     eq 32), so the set is refused when the controller is built or the contacts change, naming
     the contacts; two diagonal point feet (6 independent directions) are taken and give
-    torques. (Three are taken too, independent at random configurations, but with the feet on
-    one plane, as standing on flat ground, their lateral rows lose rank: the tick's error.)
+    torques. Three are taken too, independent at random configurations, but with the feet on
+    one plane, as standing on flat ground, their lateral rows lose rank: the tick's error then
+    names the contacts.
     """
     solo = solo8()
     feet = [Contact.create(solo, f'{leg}_FOOT', 'point') for leg in ('FL', 'FR', 'HL', 'HR')]
@@ -324,6 +325,9 @@ def test_contacts_whose_directions_depend_on_each_other_are_refused_by_name():
     q = solo.configuration([0.8, -1.6, 0.8, -1.6, -0.8, 1.6, -0.8, 1.6], [0, 0, 0.25, 0, 0, 0, 1])
     state.update(q, np.zeros(solo.nv))
     assert np.isfinite(controller.compute(state).torque).all()
+    three = PrioritizedController(solo, posture, contacts=feet[:3])  # feet on one plane: rank 8
+    with pytest.raises(SingularConstraint, match='contacts FL_FOOT, FR_FOOT, HL_FOOT at this'):
+        three.compute(state)
 
 
 def test_a_contact_on_a_frame_the_joints_cannot_move_is_refused():

@@ -32,7 +32,7 @@ from scipy.linalg import get_lapack_funcs
 
 from wbc_control.control.constrained_dynamics import dagger_terms, schur_dagger_terms
 from wbc_control.control.contact_kernel import base_forces
-from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, SingularConstraint
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
@@ -179,7 +179,14 @@ def contact_dynamics(
     constraint, drift = contact_jacobian(state, contacts, out)
     terms = schur_dagger_terms(state, constraint, None if out is None else out[2:])
     if terms is None:
-        block = dagger_terms(state.mass_matrix, constraint)
+        try:
+            block = dagger_terms(state.mass_matrix, constraint)
+        except SingularConstraint as singular:
+            frames = ', '.join(contact.frame for contact in contacts)
+            raise SingularConstraint(
+                f'contacts {frames} at this configuration: {singular} (docs/floating_base.md, '
+                '"Dependent contacts")'
+            ) from None
         terms = block.m_dagger, block.a_dagger.T, block.method
     m_dagger, a_dagger_t, method = terms
     return m_dagger, constraint, method, -a_dagger_t.dot(drift)
