@@ -8,6 +8,7 @@ which are not singular almost surely, outside the tick.
 """
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -21,39 +22,43 @@ from wbc_control.model.robot_state import RobotState
 GENERIC_RANK_TOLERANCE = 1e-8
 
 
-def generic_level_ranks(jacobians: Sequence[np.ndarray], higher: np.ndarray | None = None):
-    """Structural rank of each level: rank [A; J₀; …; Jₖ] − rank [A; J₀; …; Jₖ₋₁].
+class GenericRanks(NamedTuple):
+    """The generic ranks of one stack (`sampled_generic_ranks`)."""
 
-    The contact rows A take their own rank first: it is not counted in the levels'.
+    levels: tuple[int, ...]  # each level's, beyond the contacts' and the higher levels'
+    contacts: int  # the stacked contact Jacobian A's (0 without contacts)
+
+
+def cumulative_ranks(blocks: Sequence[np.ndarray]) -> np.ndarray:
+    """The rank of [B₀; …; Bₖ] for each k, blocks `(mₖ, nv)` in order, `(len(blocks),)`.
 
     Evaluated at one configuration, this is the generic rank when that configuration is not
     singular, which holds almost surely for a random one; callers take the largest over a few.
-    Rows are normalised before the SVD so that units do not matter.
-
-    Args:
-        jacobians: each level's stacked Jacobian, highest priority first, `(mₖ, nv)`.
-        higher: rows every level sits below (the contact Jacobian A), `(c, nv)`, or None.
-
-    Returns:
-        The cumulative ranks above rank A, one per level, `(levels,)`.
+    Rows are normalised before the SVD so that units do not matter; zero rows count for nothing.
     """
     stacked, ranks = [], []
-    for jacobian in ([] if higher is None else [higher]) + list(jacobians):
-        stacked.append(jacobian)
+    for block in blocks:
+        stacked.append(block)
         rows = np.vstack(stacked)
         norms = np.linalg.norm(rows, axis=1)
         rows = rows[norms > 0.0] / norms[norms > 0.0, None]
         singular = np.linalg.svd(rows, compute_uv=False) if rows.size else np.zeros(0)
         largest = singular[0] if singular.size else 0.0
         ranks.append(int((singular > GENERIC_RANK_TOLERANCE * largest).sum()))
-    ranks = np.array(ranks)
-    return ranks if higher is None else ranks[1:] - ranks[0]
+    return np.array(ranks, dtype=int)
 
 
 def sampled_generic_ranks(
     robot: RobotModel, levels: Sequence, contacts: Sequence, samples: int = 3
-):
-    """Each level's generic rank (`generic_level_ranks`), the largest over random states.
+) -> GenericRanks:
+    """Generic ranks of the contacts and of each level below them (`cumulative_ranks`).
+
+    Of [A; J₀; …; Jₖ] at `samples` random states, the largest of each.
+
+    Level k's is rank [A; J₀ … Jₖ] − rank [A; J₀ … Jₖ₋₁]: the contact rows take their own rank
+    first, which is not counted in the levels'. The contacts' own rank below A's row count
+    means that their directions depend on each other at almost every configuration, where
+    [M Aᵀ; A 0] is singular (Johnson 2024, eq 32).
 
     Args:
         robot: the model.
@@ -62,33 +67,32 @@ def sampled_generic_ranks(
         samples: how many random configurations to try.
 
     Returns:
-        One rank per level; a level whose tasks cannot be evaluated counts all its rows.
+        The ranks; a level whose tasks cannot be evaluated counts all its rows.
     """
-    cumulative = np.zeros(len(levels), dtype=int)
+    no_contacts = np.zeros((0, robot.nv))
+    contact_rank, cumulative, evaluable = 0, np.zeros(len(levels), dtype=int), True
     for state in random_states(robot, samples):
-        try:
-            jacobians = [
-                level.stack([entry.task.compute(state) for entry in level.entries])[0]
-                for level in levels
-            ]
-        except WbcError:
-            return tuple(level.dim for level in levels)
-        constraint = contact_jacobian(state, contacts)[0] if contacts else None
-        cumulative = np.maximum(cumulative, generic_level_ranks(jacobians, constraint))
-    return tuple(np.diff(cumulative, prepend=0).tolist())
+        constraint = contact_jacobian(state, contacts)[0] if contacts else no_contacts
+        jacobians = _level_jacobians(levels, state) if evaluable else None
+        evaluable = jacobians is not None
+        ranks = cumulative_ranks([constraint, *(jacobians or ())])
+        contact_rank = max(contact_rank, int(ranks[0]))
+        if evaluable:
+            cumulative = np.maximum(cumulative, ranks[1:] - ranks[0])
+    if not evaluable:
+        return GenericRanks(tuple(level.dim for level in levels), contact_rank)
+    return GenericRanks(tuple(np.diff(cumulative, prepend=0).tolist()), contact_rank)
 
 
-def generic_contact_rank(robot: RobotModel, contacts: Sequence, samples: int = 3) -> int:
-    """The rank of the stacked contact Jacobian A, the largest over random states.
-
-    Rows are normalised as in `generic_level_ranks`. Below A's row count, the contacts' directions
-    depend on each other at almost every configuration, and [M Aᵀ; A 0] is singular there
-    (Johnson 2024, eq 32).
-    """
-    return max(
-        int(generic_level_ranks([contact_jacobian(state, contacts)[0]])[0])
-        for state in random_states(robot, samples)
-    )
+def _level_jacobians(levels: Sequence, state: RobotState) -> list[np.ndarray] | None:
+    """Each level's stacked Jacobian at `state`; None if a task cannot be evaluated there."""
+    try:
+        return [
+            level.stack([entry.task.compute(state) for entry in level.entries])[0]
+            for level in levels
+        ]
+    except WbcError:
+        return None
 
 
 def random_states(robot: RobotModel, samples: int):

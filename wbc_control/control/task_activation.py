@@ -54,7 +54,7 @@ from wbc_control.control.controller_types import (
     TaskReport,
     validate_weight,
 )
-from wbc_control.control.generic_ranks import generic_contact_rank, sampled_generic_ranks
+from wbc_control.control.generic_ranks import sampled_generic_ranks
 from wbc_control.exceptions import InvalidTaskConfig, ModelError
 from wbc_control.model.robot_model import RobotModel
 
@@ -105,7 +105,6 @@ def build_stack(
     if unknown:
         raise InvalidTaskConfig(f'no task named {", ".join(unknown)}')
     contacts = tuple(known_contacts[frame] for frame in key.contacts)
-    require_independent(robot, contacts)
     active = [
         entry
         for entry in entries
@@ -119,21 +118,23 @@ def build_stack(
         for k, (p, group) in enumerate(zip(priorities, grouped))
     )
     ranks = sampled_generic_ranks(robot, levels, contacts)
+    require_independent(contacts, ranks.contacts)
     weights = contact_row_weights(contacts) if contacts else np.zeros(0)
-    return Stack(key, contacts, levels, rows, ranks, weights, cone_check_terms(contacts))
+    return Stack(key, contacts, levels, rows, ranks.levels, weights, cone_check_terms(contacts))
 
 
-def require_independent(robot: RobotModel, contacts: Sequence[Contact]) -> None:
+def require_independent(contacts: Sequence[Contact], rank: int) -> None:
     """Refuse contacts whose directions depend on each other at almost every configuration.
 
+    Args:
+        contacts: the contact set.
+        rank: the generic rank of their stacked Jacobian A (`sampled_generic_ranks`).
+
     Raises:
-        InvalidTaskConfig: the stacked contact Jacobian A has fewer independent rows than rows
-            (`generic_contact_rank`): every tick would raise SingularConstraint.
+        InvalidTaskConfig: A has fewer independent rows than rows: every tick would raise
+            SingularConstraint.
     """
     rows = sum(contact.dim for contact in contacts)
-    if not rows:
-        return
-    rank = generic_contact_rank(robot, contacts)
     if rank < rows:
         frames = ', '.join(f'{contact.frame} ({contact.kind.value})' for contact in contacts)
         raise InvalidTaskConfig(
