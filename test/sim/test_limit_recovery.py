@@ -29,6 +29,8 @@ CONTROL_PERIOD_S = 0.002
 STEPS = 2
 #: Seconds within which the hand must be back under 1 cm after a restart.
 RECOVERY_S = 5.0
+#: The shipped Panda file's torque rate limit (N m/s), given the UR5 as well.
+RATE_LIMIT = 1000.0
 
 pytestmark = pytest.mark.slow
 
@@ -148,6 +150,7 @@ def far_target_parameters(name: str, target: list[float]) -> dict:
             'hand': {**hand, 'target': [*target, 0.0, 0.0, 0.0, 1.0]},
             'posture': {'type': 'joint_posture', 'priority': 1, 'kp': 25.0},
         },
+        'torque_rate_limit': RATE_LIMIT,
     }
 
 
@@ -165,7 +168,8 @@ def test_a_target_outside_the_workspace_keeps_joints_and_commands_within_limits(
     """3 s towards a target out of reach, from the ready pose, effort and rate limits as set.
 
     The stretched arm runs into its velocity and position limits while the shipped rate limit
-    (1000 N m/s, 2 N m per command) allows little torque change: the controller fits its plan
+    (1000 N m/s, 2 N m per command; the UR5 gets it too) allows little torque change, and no
+    command steps further from the one before: the controller fits its plan
     to the torque the next command can take, keeping the joints at their bounds, so that what
     it sends is what it planned (before, the limiter clipped up to 370 N m off the plan and
     three of these targets drove a joint 0.10 to 0.29 rad past its limit, at up to 21 times
@@ -177,12 +181,20 @@ def test_a_target_outside_the_workspace_keeps_joints_and_commands_within_limits(
     clock, loop = Clock(), make_loop(sim, far_target_parameters(name, target))
     limits = loop.output.limiter.effort_limits
     worst_command, worst_position, held = 0.0, -np.inf, False
+    previous, worst_step = None, 0.0
     for _ in range(round(3.0 / CONTROL_PERIOD_S)):
         command = tick(sim, loop, clock)
+        if previous is not None:
+            worst_step = max(worst_step, float(np.abs(command - previous).max()))
+        previous = command.copy()
         worst_command = max(worst_command, float((np.abs(command) / limits).max()))
         worst_position = max(worst_position, float(beyond_limits(sim).max()))
         held = held or bool(loop.statistics.result.joints_at_limit)
     assert worst_command <= 1.0 + 1e-9, f'a command reached {worst_command:.3f} of its limit'
+    # Without the rate limit these targets make the command switch between the effort limits
+    # (docs/safety.md, "Joint limits, measured"): the limit is what keeps the steps small.
+    step_limit = RATE_LIMIT * CONTROL_PERIOD_S
+    assert worst_step <= step_limit + 1e-9, f'a command stepped {worst_step:.2f} N m'
     assert worst_position <= 0.0, f'a joint went {worst_position:.4f} rad past its limit'
     if name == 'panda':
         assert held, 'the target must pull joints into their walls'
