@@ -310,6 +310,22 @@ def test_invalid_parameters_exit_non_zero_with_a_reason() -> None:
     assert 'control_period' in output and 'Traceback' not in output
 
 
+#: A moving link without mass or inertia: Pinocchio takes it, MuJoCo refuses it.
+MASSLESS_URDF = """<robot name="massless"><link name="base"/><link name="arm"/>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+
+
+def test_a_model_mujoco_refuses_exits_non_zero_with_its_reason() -> None:
+    """One FATAL line saying why, and a clean exit (no traceback from the shutdown)."""
+    with NodeProcess('wbc_sim', {'robot_description': MASSLESS_URDF}) as sim:
+        code = sim.wait(START_TIMEOUT_S)
+        output = sim.output()
+    assert code != 0
+    assert 'cannot build the MuJoCo model' in output and 'mass' in output
+    assert 'Traceback' not in output
+
+
 def test_unknown_parameter_exits_non_zero_naming_the_closest() -> None:
     with NodeProcess('wbc_sim', panda_parameters(lockstp=True)) as sim:
         code = sim.wait(START_TIMEOUT_S)

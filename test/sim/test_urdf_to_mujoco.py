@@ -1,13 +1,17 @@
-"""URDF -> MuJoCo conversion: Pinocchio's dynamics options, mesh resolution, bad input."""
+"""URDF -> MuJoCo conversion: Pinocchio's dynamics options, meshes, inertias, bad input."""
 
 from pathlib import Path
 
+import mujoco
 import numpy as np
+import pinocchio as pin
 import pytest
-from sim_support import make_simulation, write_small_urdf
+from sim_support import make_simulation, mass_matrix, set_pinocchio_state, write_small_urdf
 
 from wbc_control.exceptions import InvalidValue, ModelError
 from wbc_control.model.example_robots import example_robot_urdf, robots_directory
+from wbc_control.model.robot_model import RobotModel
+from wbc_control.sim.simulation import MujocoSimulation
 from wbc_control.sim.urdf_to_mujoco import MujocoOptions, build_mujoco_robot, resolve_mesh_uri
 
 
@@ -71,3 +75,74 @@ def test_malformed_urdf_is_a_model_error() -> None:
         build_mujoco_robot('<robot name="x"><link name="a"/>')
     with pytest.raises(ModelError):
         build_mujoco_robot('<sdf/>')
+
+
+#: Three moving links: a placeholder whose tensor has rank 1 (as example-robot-data's Go1 base),
+#: one whose largest principal moment exceeds the other two together, one a rigid body can be.
+INERTIAS_URDF = """<robot name="inertias">
+  <link name="world_link"/>
+  <link name="placeholder">
+    <inertial><mass value="1e-6"/>
+      <inertia ixx="1e-6" ixy="1e-6" ixz="1e-6" iyy="1e-6" iyz="1e-6" izz="1e-6"/></inertial>
+  </link>
+  <link name="impossible">
+    <inertial><mass value="1.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.05"/></inertial>
+  </link>
+  <link name="valid">
+    <inertial><mass value="1.0"/>
+      <inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0" izz="0.04"/></inertial>
+  </link>
+  <joint name="a" type="revolute"><parent link="world_link"/><child link="placeholder"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="b" type="revolute"><parent link="placeholder"/><child link="impossible"/>
+    <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="c" type="revolute"><parent link="impossible"/><child link="valid"/>
+    <axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>
+"""
+
+
+def body_inertia(mujoco_robot, link: str) -> np.ndarray:
+    """The principal moments MuJoCo simulates for `link`'s body, ascending."""
+    model = mujoco_robot.model
+    return np.sort(model.body_inertia[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, link)])
+
+
+def test_inertias_no_rigid_body_has_are_simulated_isotropic_and_listed() -> None:
+    """MuJoCo refuses these two tensors (Pinocchio takes them); they become their mean."""
+    with pytest.raises(ValueError, match='inertia'):
+        mujoco.MjSpec.from_string(INERTIAS_URDF).compile()
+    mujoco_robot = build_mujoco_robot(INERTIAS_URDF)
+    adjusted = {change.link: change for change in mujoco_robot.adjusted_inertias}
+    assert set(adjusted) == {'placeholder', 'impossible'}
+    np.testing.assert_allclose(adjusted['placeholder'].principal_moments, [0, 0, 3e-6], atol=1e-18)
+    assert adjusted['placeholder'].simulated == pytest.approx(1e-6)
+    assert adjusted['impossible'].simulated == pytest.approx(0.07 / 3)
+    assert 'placeholder' in str(adjusted['placeholder'])
+    for link, change in adjusted.items():
+        np.testing.assert_allclose(body_inertia(mujoco_robot, link), [change.simulated] * 3)
+    valid = np.linalg.eigvalsh([[0.02, 0.001, 0.0], [0.001, 0.03, 0.0], [0.0, 0.0, 0.04]])
+    np.testing.assert_allclose(body_inertia(mujoco_robot, 'valid'), valid, rtol=1e-12)
+
+
+def test_go1_is_simulated_with_its_placeholder_base_made_isotropic() -> None:
+    """example-robot-data's Go1: MuJoCo refused its 1e-6 kg base link's tensor (rank 1)."""
+    path = robots_directory() / 'go1_description/urdf/go1.urdf'
+    robot = RobotModel.from_urdf_path(path, floating_base=True)
+    mujoco_robot = build_mujoco_robot(
+        path.read_text(), MujocoOptions(floating_base=True, ground_plane=True), path.parent
+    )
+    assert [change.link for change in mujoco_robot.adjusted_inertias] == ['base']
+    simulation = MujocoSimulation(robot, mujoco_robot)
+    q = pin.neutral(robot.model)
+    set_pinocchio_state(simulation, q, np.zeros(robot.nv))
+    upper = pin.crba(robot.model, robot.model.createData(), q)
+    expected = np.triu(upper) + np.triu(upper, 1).T
+    # The simulated base differs by the placeholder's off-diagonal 1e-6 kg m² and no more.
+    np.testing.assert_allclose(mass_matrix(simulation), expected, rtol=0.0, atol=2e-6)
+
+
+def test_panda_inertias_are_kept() -> None:
+    path, _ = example_robot_urdf('panda')
+    assert build_mujoco_robot(path.read_text(), urdf_directory=path.parent).adjusted_inertias == ()

@@ -67,6 +67,7 @@ class SimNode(Node):
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
+        self._viewer: Viewer | None = None  # destroy_node runs after a failed start as well
         self._schema = load_schema(NODE_NAME)
         # Lines on per-command and per-step paths: rclpy's throttle costs more than a step.
         self._throttled = ThrottledLog(self.get_logger(), 1.0)
@@ -160,6 +161,8 @@ class SimNode(Node):
             raise StartupError(f'cannot build the MuJoCo model: {error}') from error
         for dropped in mujoco_robot.dropped_meshes:
             self.get_logger().info(f'dropped mesh {dropped}')
+        for adjusted in mujoco_robot.adjusted_inertias:
+            self.get_logger().warning(f'inertia {adjusted}')
         return sim
 
     def _on_command(self, message: Float64MultiArray) -> None:

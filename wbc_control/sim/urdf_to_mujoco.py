@@ -12,8 +12,13 @@ converted with every MuJoCo convenience that would change them turned off:
 - links attached by fixed joints are fused into their parent (`fusestatic`), which changes no
   inertia and removes massless static bodies.
 
-With this, M(q) and the bias forces agree with Pinocchio to rounding error. Joint position limits
-stay as MuJoCo limit constraints (hard stops); URDF effort limits do not clip anything.
+With this, M(q) and the bias forces agree with Pinocchio to rounding error. One exception: an
+inertia tensor no rigid body can have (a principal moment not positive, or one larger than the
+other two together), which Pinocchio takes and MuJoCo refuses, is simulated as the mean of its
+principal moments about every axis and listed in :attr:`MujocoRobot.adjusted_inertias`
+(example-robot-data's Go1 has one: a placeholder base link of 1e-6 kg whose tensor has rank 1).
+Joint position limits stay as MuJoCo limit constraints (hard stops); URDF effort limits do not
+clip anything.
 
 Meshes. `package://` URIs are resolved against example-robot-data, `AMENT_PREFIX_PATH` and
 `ROS_PACKAGE_PATH`; `file://` and relative paths against the URDF's directory. Meshes MuJoCo cannot
@@ -50,6 +55,8 @@ from wbc_control.model.example_robots import robots_directory
 SUPPORTED_MESH_SUFFIXES = frozenset({'.stl', '.obj', '.msh'})
 GROUND_PLANE_NAME = 'ground_plane'
 FREE_JOINT_NAME = 'floating_base'
+#: The attributes of a URDF `<inertia>` element.
+INERTIA_ENTRIES = ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')
 
 
 class DroppedMesh(NamedTuple):
@@ -62,6 +69,21 @@ class DroppedMesh(NamedTuple):
 
     def __str__(self) -> str:
         return f'{self.link}/{self.element}: {self.uri} ({self.reason})'
+
+
+class AdjustedInertia(NamedTuple):
+    """A URDF inertia tensor MuJoCo refuses, and the isotropic one simulated instead."""
+
+    link: str
+    principal_moments: tuple[float, float, float]  # ascending (kg m²)
+    simulated: float  # their mean, about every axis (kg m²)
+
+    def __str__(self) -> str:
+        moments = ', '.join(f'{moment:.3g}' for moment in self.principal_moments)
+        return (
+            f"of link {self.link}: principal moments {moments} kg m² are not a rigid body's "
+            f'(MuJoCo refuses them); simulated as {self.simulated:.3g} kg m² about every axis'
+        )
 
 
 @dataclass(frozen=True)
@@ -107,12 +129,14 @@ class MujocoRobot:
         root_link: name of the URDF root link (the body carrying the free joint, if any).
         floating_base: whether the root link has a free joint.
         dropped_meshes: geometry removed because its mesh could not be loaded.
+        adjusted_inertias: inertia tensors replaced because MuJoCo refuses them.
     """
 
     model: mujoco.MjModel
     root_link: str
     floating_base: bool
     dropped_meshes: tuple[DroppedMesh, ...]
+    adjusted_inertias: tuple[AdjustedInertia, ...] = ()
 
 
 def build_mujoco_robot(
@@ -132,7 +156,7 @@ def build_mujoco_robot(
             e.g. a moving link without mass, which Pinocchio accepts but MuJoCo does not).
     """
     directory = Path(urdf_directory) if urdf_directory is not None else Path.cwd()
-    prepared, root_link, dropped = prepare_urdf(urdf_xml, directory, options.keep_visual)
+    prepared, root_link, dropped, adjusted = prepare_urdf(urdf_xml, directory, options.keep_visual)
     try:
         spec = mujoco.MjSpec.from_string(prepared)
     except ValueError as error:
@@ -142,7 +166,7 @@ def build_mujoco_robot(
     if options.box_collision_links:
         _replace_meshes_by_boxes(spec, model, options.box_collision_links)
         model = _compile(spec)
-    return MujocoRobot(model, root_link, options.floating_base, tuple(dropped))
+    return MujocoRobot(model, root_link, options.floating_base, tuple(dropped), tuple(adjusted))
 
 
 def _compile(spec: mujoco.MjSpec) -> mujoco.MjModel:
@@ -191,15 +215,15 @@ def _mesh_bounds(model: mujoco.MjModel, geom: int) -> tuple[np.ndarray, np.ndarr
 
 def prepare_urdf(
     urdf_xml: str, urdf_directory: Path, keep_visual: bool = False
-) -> tuple[str, str, list[DroppedMesh]]:
+) -> tuple[str, str, list[DroppedMesh], list[AdjustedInertia]]:
     """Rewrite a URDF for MuJoCo's parser.
 
     Resolves mesh URIs to absolute paths, drops geometry whose mesh MuJoCo cannot load, strips
-    visual geometry unless `keep_visual`, removes `<mimic>` and sets the compiler options listed
-    in the module docstring.
+    visual geometry unless `keep_visual`, removes `<mimic>`, makes the inertia tensors MuJoCo
+    refuses isotropic and sets the compiler options listed in the module docstring.
 
     Returns:
-        The rewritten XML, the root link name and the dropped meshes.
+        The rewritten XML, the root link name, the dropped meshes and the adjusted inertias.
 
     Raises:
         ModelError: the XML is not a URDF.
@@ -212,6 +236,9 @@ def prepare_urdf(
         raise ModelError(f"the URDF's root element is <{robot.tag}>, not <robot>")
     root_link = _root_link(robot)
     dropped: list[DroppedMesh] = []
+    adjusted = [
+        change for change in map(_rigid_body_inertia, robot.iter('link')) if change is not None
+    ]
     package_roots = package_search_roots()
     for link in robot.iter('link'):
         for element in list(link):
@@ -241,7 +268,33 @@ def prepare_urdf(
             'angle': 'radian',
         },
     )
-    return ET.tostring(robot, encoding='unicode'), root_link, dropped
+    return ET.tostring(robot, encoding='unicode'), root_link, dropped, adjusted
+
+
+def _rigid_body_inertia(link: ET.Element) -> AdjustedInertia | None:
+    """Make `link`'s inertia tensor isotropic if no rigid body has it; what was changed.
+
+    A rigid body's principal moments are positive and each is at most the sum of the other two;
+    MuJoCo refuses any other tensor. Left alone: tensors that are valid, not finite or zero
+    (MuJoCo's own error, or a massless static link that `fusestatic` removes).
+    """
+    element = link.find('inertial/inertia')
+    if element is None:
+        return None
+    try:
+        xx, xy, xz, yy, yz, zz = (float(element.get(name, 0.0)) for name in INERTIA_ENTRIES)
+    except ValueError:
+        return None  # MuJoCo's parser names the bad attribute
+    tensor = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    if not np.isfinite(tensor).all():
+        return None
+    moments = np.linalg.eigvalsh(tensor)  # ascending
+    mean = float(moments.mean())
+    if (moments[0] > 0.0 and moments[0] + moments[1] >= moments[2]) or mean <= 0.0:
+        return None
+    for name in INERTIA_ENTRIES:
+        element.set(name, repr(mean) if name in ('ixx', 'iyy', 'izz') else '0')
+    return AdjustedInertia(link.get('name', ''), tuple(float(m) for m in moments), mean)
 
 
 def resolve_mesh_uri(
