@@ -17,9 +17,10 @@ from sim_support import (
 )
 
 from wbc_control.exceptions import InvalidShape, InvalidValue
+from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.sim.simulation import MujocoSimulation
-from wbc_control.sim.urdf_to_mujoco import build_mujoco_robot
+from wbc_control.sim.urdf_to_mujoco import MujocoOptions, build_mujoco_robot
 
 ROBOTS = ['panda', 'ur5', 'solo12', 'talos']
 SAMPLES = 5
@@ -135,6 +136,29 @@ def test_floating_base_stands_on_the_ground_plane() -> None:
     simulation.step(200)
     assert simulation.data.ncon > 0
     assert simulation.base_pose()[2] > 0.05  # collision meshes hold it above the plane
+
+
+@pytest.mark.parametrize(
+    ('urdf', 'standing'),
+    [
+        # Spheres and tilted cylinders (the lower legs): their bounding boxes reach 13 mm lower.
+        ('hyq_description/robots/hyq_no_sensors.urdf', [-0.2, 0.75, -1.5, -0.2, -0.75, 1.5] * 2),
+        ('talos_data/robots/talos_reduced.urdf', None),  # meshes
+        ('solo_description/robots/solo12.urdf', None),
+    ],
+)
+def test_place_on_ground_finds_the_lowest_point_of_the_collision_geometry(urdf, standing):
+    """0.1 mm below it MuJoCo finds a contact, 0.1 mm above it none."""
+    path = robots_directory() / urdf
+    robot = RobotModel.from_urdf_path(path, floating_base=True)
+    options = MujocoOptions(floating_base=True, ground_plane=True)
+    simulation = MujocoSimulation(
+        robot, build_mujoco_robot(path.read_text(), options, path.parent)
+    )
+    simulation.reset(standing)
+    for clearance, touching in ((1e-4, False), (-1e-4, True)):
+        simulation.place_on_ground(clearance_m=clearance)
+        assert (simulation.data.ncon > 0) == touching, (clearance, simulation.data.ncon)
 
 
 def test_torques_are_applied_unclipped() -> None:

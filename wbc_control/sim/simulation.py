@@ -106,8 +106,9 @@ class MujocoSimulation:
     def place_on_ground(self, clearance_m: float = 0.001) -> float:
         """Lift or lower the floating base so that its lowest collision geometry touches z = 0.
 
-        Uses bounding boxes, so the robot may start a few millimetres high and settle. Returns
-        the base height.
+        The lowest point is exact for spheres, capsules, cylinders, ellipsoids, boxes and meshes
+        (their vertices), so the robot starts `clearance_m` above the ground. Returns the base
+        height.
         """
         if self.base is None:
             raise InvalidValue('only a floating base can be placed on the ground')
@@ -195,18 +196,35 @@ def _joint_id(model: mujoco.MjModel, name: str) -> int:
 
 
 def _lowest_collision_point(model: mujoco.MjModel, data: mujoco.MjData) -> float:
-    """Lowest world z of the bounding boxes of the robot's colliding geometry."""
+    """Lowest world z of the robot's colliding geometry (exact but for height fields and SDFs)."""
     robot = (model.geom_bodyid > 0) & ((model.geom_contype | model.geom_conaffinity) > 0)
-    if not robot.any():
-        return np.inf
-    axis_z = data.geom_xmat[robot, 6:9]  # (g, 3) world z axis in each geom frame
-    center, half_size = model.geom_aabb[robot, :3], model.geom_aabb[robot, 3:]
-    lowest = (
-        data.geom_xpos[robot, 2]
-        + np.einsum('gi,gi->g', axis_z, center)
-        - np.einsum('gi,gi->g', np.abs(axis_z), half_size)
-    )
-    return float(lowest.min())
+    lowest = (_lowest_point(model, data, geom) for geom in np.flatnonzero(robot))
+    return min(lowest, default=np.inf)
+
+
+def _lowest_point(model: mujoco.MjModel, data: mujoco.MjData, geom: int) -> float:
+    """Lowest world z of one geom: its centre minus its extent along the world's −z."""
+    up = data.geom_xmat[geom, 6:9]  # the world z axis in the geom frame
+    size, kind = model.geom_size[geom], model.geom_type[geom]
+    types = mujoco.mjtGeom
+    if kind == types.mjGEOM_SPHERE:
+        extent = size[0]
+    elif kind == types.mjGEOM_CAPSULE:
+        extent = abs(up[2]) * size[1] + size[0]
+    elif kind == types.mjGEOM_CYLINDER:  # an end's rim
+        extent = abs(up[2]) * size[1] + size[0] * np.sqrt(max(1.0 - up[2] ** 2, 0.0))
+    elif kind == types.mjGEOM_ELLIPSOID:
+        extent = float(np.linalg.norm(size * up))
+    elif kind == types.mjGEOM_BOX:
+        extent = float(np.abs(up) @ size)
+    elif kind == types.mjGEOM_MESH:  # vertices are stored in the geom frame
+        mesh = model.geom_dataid[geom]
+        start, count = model.mesh_vertadr[mesh], model.mesh_vertnum[mesh]
+        extent = -float((model.mesh_vert[start : start + count] @ up).min())
+    else:  # height fields, SDFs: the bounding box
+        center, half_size = model.geom_aabb[geom, :3], model.geom_aabb[geom, 3:]
+        extent = float(np.abs(up) @ half_size - up @ center)
+    return float(data.geom_xpos[geom, 2]) - extent
 
 
 def _pose_xyzw_to_mujoco(pose: np.ndarray) -> np.ndarray:
