@@ -2,6 +2,9 @@
 
 from pathlib import Path
 
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 import mujoco
 import numpy as np
 import pinocchio as pin
@@ -109,24 +112,28 @@ def body_inertia(mujoco_robot, link: str) -> np.ndarray:
     return np.sort(model.body_inertia[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, link)])
 
 
-def test_inertias_no_rigid_body_has_are_simulated_isotropic_and_listed() -> None:
-    """MuJoCo refuses these two tensors (Pinocchio takes them); they become their mean."""
+def test_inertias_no_rigid_body_has_are_replaced_by_the_nearest_valid_and_listed() -> None:
+    """MuJoCo refuses these two tensors (Pinocchio takes them).
+
+    Each becomes the nearest tensor with A + B >= C: the moments move by d/3 (1, 1, -1), d = C -
+    A - B (0 + 0 < 3e-6: d = 3e-6; 0.01 + 0.01 < 0.05: d = 0.03).
+    """
     with pytest.raises(ValueError, match='inertia'):
         mujoco.MjSpec.from_string(INERTIAS_URDF).compile()
     mujoco_robot = build_mujoco_robot(INERTIAS_URDF)
     adjusted = {change.link: change for change in mujoco_robot.adjusted_inertias}
     assert set(adjusted) == {'placeholder', 'impossible'}
     np.testing.assert_allclose(adjusted['placeholder'].principal_moments, [0, 0, 3e-6], atol=1e-18)
-    assert adjusted['placeholder'].simulated == pytest.approx(1e-6)
-    assert adjusted['impossible'].simulated == pytest.approx(0.07 / 3)
+    expected = {'placeholder': [1e-6, 1e-6, 2e-6], 'impossible': [0.02, 0.02, 0.04]}
+    for link, moments in expected.items():
+        np.testing.assert_allclose(adjusted[link].simulated, moments, rtol=1e-5)
+        np.testing.assert_allclose(body_inertia(mujoco_robot, link), moments, rtol=1e-5)
     assert 'placeholder' in str(adjusted['placeholder'])
-    for link, change in adjusted.items():
-        np.testing.assert_allclose(body_inertia(mujoco_robot, link), [change.simulated] * 3)
     valid = np.linalg.eigvalsh([[0.02, 0.001, 0.0], [0.001, 0.03, 0.0], [0.0, 0.0, 0.04]])
     np.testing.assert_allclose(body_inertia(mujoco_robot, 'valid'), valid, rtol=1e-12)
 
 
-def test_go1_is_simulated_with_its_placeholder_base_made_isotropic() -> None:
+def test_go1_is_simulated_with_its_placeholder_base_made_a_rigid_body() -> None:
     """example-robot-data's Go1: MuJoCo refused its 1e-6 kg base link's tensor (rank 1)."""
     path = robots_directory() / 'go1_description/urdf/go1.urdf'
     robot = RobotModel.from_urdf_path(path, floating_base=True)
@@ -139,10 +146,43 @@ def test_go1_is_simulated_with_its_placeholder_base_made_isotropic() -> None:
     set_pinocchio_state(simulation, q, np.zeros(robot.nv))
     upper = pin.crba(robot.model, robot.model.createData(), q)
     expected = np.triu(upper) + np.triu(upper, 1).T
-    # The simulated base differs by the placeholder's off-diagonal 1e-6 kg m² and no more.
+    # The simulated base differs from the placeholder's tensor by 1e-6 kg m² at most.
     np.testing.assert_allclose(mass_matrix(simulation), expected, rtol=0.0, atol=2e-6)
 
 
 def test_panda_inertias_are_kept() -> None:
     path, _ = example_robot_urdf('panda')
     assert build_mujoco_robot(path.read_text(), urdf_directory=path.parent).adjusted_inertias == ()
+
+
+def one_link_urdf(tensor: np.ndarray) -> str:
+    """A one-joint robot whose moving link has the inertia `tensor` (3, 3)."""
+    entries = dict(
+        zip(('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'), tensor[np.triu_indices(3)], strict=True)
+    )
+    inertia = ' '.join(f'{name}="{float(value)!r}"' for name, value in entries.items())
+    return f"""<robot name="one"><link name="base"/>
+  <link name="body"><inertial><mass value="1.0"/><inertia {inertia}/></inertial></link>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="body"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    moments=arrays(np.float64, 3, elements=st.floats(-1.0, 1.0)),
+    scale=st.sampled_from([1e-8, 1e-6, 1e-3, 1.0]),
+    rotation=arrays(np.float64, 4, elements=st.floats(-1.0, 1.0)).filter(
+        lambda q: np.linalg.norm(q) > 0.1
+    ),
+)
+def test_any_tensor_with_a_positive_moment_compiles(moments, scale, rotation) -> None:
+    """Random principal moments in random axes (TIAGo's antenna: -3.5e-8, 3.5e-8, 9.1e-8)."""
+    assume(moments.max() >= 1e-3)  # without a positive moment: left to MuJoCo's own error
+    axes = pin.Quaternion(*(rotation / np.linalg.norm(rotation))).toRotationMatrix()
+    tensor = (axes * (moments * scale)) @ axes.T
+    mujoco_robot = build_mujoco_robot(one_link_urdf(tensor))
+    simulated = np.sort(body_inertia(mujoco_robot, 'body'))
+    assert simulated[0] > 0.0 and simulated[0] + simulated[1] >= simulated[2] * (1 - 1e-12)
+    smallest, middle, largest = np.sort(moments * scale)
+    valid = smallest >= 1e-12 and smallest + middle >= largest
+    assert bool(mujoco_robot.adjusted_inertias) != valid

@@ -14,9 +14,10 @@ converted with every MuJoCo convenience that would change them turned off:
 
 With this, M(q) and the bias forces agree with Pinocchio to rounding error. One exception: an
 inertia tensor no rigid body can have (a principal moment not positive, or one larger than the
-other two together), which Pinocchio takes and MuJoCo refuses, is simulated as the mean of its
-principal moments about every axis and listed in :attr:`MujocoRobot.adjusted_inertias`
-(example-robot-data's Go1 has one: a placeholder base link of 1e-6 kg whose tensor has rank 1).
+other two together), which Pinocchio takes and MuJoCo refuses, is simulated as the nearest
+tensor a rigid body can have and listed in :attr:`MujocoRobot.adjusted_inertias`
+(example-robot-data's Go1, B1, ANYmal, HyQ, TIAGo and finger_edu have some: placeholder links
+of 1e-6 kg whose tensor has rank 1, camera links whose largest moment is twice the others').
 Joint position limits stay as MuJoCo limit constraints (hard stops); URDF effort limits do not
 clip anything.
 
@@ -50,13 +51,12 @@ import numpy as np
 
 from wbc_control.exceptions import InvalidValue, ModelError
 from wbc_control.model.example_robots import robots_directory
+from wbc_control.sim.rigid_body_inertia import AdjustedInertia, rigid_body_inertia
 
 #: Mesh file suffixes MuJoCo decodes (compared case-insensitively).
 SUPPORTED_MESH_SUFFIXES = frozenset({'.stl', '.obj', '.msh'})
 GROUND_PLANE_NAME = 'ground_plane'
 FREE_JOINT_NAME = 'floating_base'
-#: The attributes of a URDF `<inertia>` element.
-INERTIA_ENTRIES = ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')
 
 
 class DroppedMesh(NamedTuple):
@@ -69,21 +69,6 @@ class DroppedMesh(NamedTuple):
 
     def __str__(self) -> str:
         return f'{self.link}/{self.element}: {self.uri} ({self.reason})'
-
-
-class AdjustedInertia(NamedTuple):
-    """A URDF inertia tensor MuJoCo refuses, and the isotropic one simulated instead."""
-
-    link: str
-    principal_moments: tuple[float, float, float]  # ascending (kg m²)
-    simulated: float  # their mean, about every axis (kg m²)
-
-    def __str__(self) -> str:
-        moments = ', '.join(f'{moment:.3g}' for moment in self.principal_moments)
-        return (
-            f"of link {self.link}: principal moments {moments} kg m² are not a rigid body's "
-            f'(MuJoCo refuses them); simulated as {self.simulated:.3g} kg m² about every axis'
-        )
 
 
 @dataclass(frozen=True)
@@ -219,8 +204,8 @@ def prepare_urdf(
     """Rewrite a URDF for MuJoCo's parser.
 
     Resolves mesh URIs to absolute paths, drops geometry whose mesh MuJoCo cannot load, strips
-    visual geometry unless `keep_visual`, removes `<mimic>`, makes the inertia tensors MuJoCo
-    refuses isotropic and sets the compiler options listed in the module docstring.
+    visual geometry unless `keep_visual`, removes `<mimic>`, replaces the inertia tensors MuJoCo
+    refuses and sets the compiler options listed in the module docstring.
 
     Returns:
         The rewritten XML, the root link name, the dropped meshes and the adjusted inertias.
@@ -237,7 +222,7 @@ def prepare_urdf(
     root_link = _root_link(robot)
     dropped: list[DroppedMesh] = []
     adjusted = [
-        change for change in map(_rigid_body_inertia, robot.iter('link')) if change is not None
+        change for change in map(rigid_body_inertia, robot.iter('link')) if change is not None
     ]
     package_roots = package_search_roots()
     for link in robot.iter('link'):
@@ -269,32 +254,6 @@ def prepare_urdf(
         },
     )
     return ET.tostring(robot, encoding='unicode'), root_link, dropped, adjusted
-
-
-def _rigid_body_inertia(link: ET.Element) -> AdjustedInertia | None:
-    """Make `link`'s inertia tensor isotropic if no rigid body has it; what was changed.
-
-    A rigid body's principal moments are positive and each is at most the sum of the other two;
-    MuJoCo refuses any other tensor. Left alone: tensors that are valid, not finite or zero
-    (MuJoCo's own error, or a massless static link that `fusestatic` removes).
-    """
-    element = link.find('inertial/inertia')
-    if element is None:
-        return None
-    try:
-        xx, xy, xz, yy, yz, zz = (float(element.get(name, 0.0)) for name in INERTIA_ENTRIES)
-    except ValueError:
-        return None  # MuJoCo's parser names the bad attribute
-    tensor = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-    if not np.isfinite(tensor).all():
-        return None
-    moments = np.linalg.eigvalsh(tensor)  # ascending
-    mean = float(moments.mean())
-    if (moments[0] > 0.0 and moments[0] + moments[1] >= moments[2]) or mean <= 0.0:
-        return None
-    for name in INERTIA_ENTRIES:
-        element.set(name, repr(mean) if name in ('ixx', 'iyy', 'izz') else '0')
-    return AdjustedInertia(link.get('name', ''), tuple(float(m) for m in moments), mean)
 
 
 def resolve_mesh_uri(
