@@ -86,6 +86,27 @@ def test_unknown_names_raise_typed_errors_with_the_alternatives():
         panda.joint_index(['panda_joint1', 'elbow'])
 
 
+#: A link and the fixed joint that attaches it share a name, as in example-robot-data's Z1.
+SHARED_NAME_URDF = """<robot name="shared"><link name="base"/>
+  <link name="arm"><inertial><mass value="1"/><origin xyz="0.1 0 0"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="tool"><inertial><mass value="0.1"/>
+    <inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="tool" type="fixed"><parent link="arm"/><child link="tool"/>
+    <origin xyz="0.3 0 0"/></joint></robot>"""
+
+
+def test_a_link_sharing_its_name_with_a_joint_is_the_frame_meant():
+    model = RobotModel.from_urdf_string(SHARED_NAME_URDF)
+    frames = [frame.type for frame in model.model.frames if frame.name == 'tool']
+    assert len(frames) == 2  # Pinocchio refuses the bare name: model.getFrameId('tool') raises
+    frame = model.model.frames[model.frame_id('tool')]
+    assert frame.type == pin.FrameType.BODY and frame.name == 'tool'
+    assert model.model.frames[model.frame_id('hinge')].type == pin.FrameType.JOINT
+
+
 def test_bad_models_raise_model_error(tmp_path):
     with pytest.raises(ModelError, match='empty'):
         RobotModel.from_urdf_string('  ')

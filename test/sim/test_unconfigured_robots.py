@@ -10,7 +10,8 @@ refuses, which it replaces) and the base is lowered until its feet touch the gro
 
 MuJoCo refused Go1, B1, ANYmal C and HyQ before the simulator replaced such tensors (83d5aa4,
 d1908ba); lowered by bounding boxes and 1 mm up (before 18ff180, 353e7d0) HyQ started 13 mm
-up and fell, and the other quadrupeds landed with command steps of 6 to 60 N m.
+up and fell, and the other quadrupeds landed with command steps of 6 to 60 N m. B1-Z1's
+gripper frame shares its name with a joint, which Pinocchio refused by name.
 """
 
 from pathlib import Path
@@ -48,6 +49,7 @@ class Robot(NamedTuple):
     urdf: str
     srdf: str | None = None  # relative to the `robots` directory, like `urdf`
     start: tuple[float, ...] | None = None  # actuated joint positions
+    pose: str = 'standing'  # the SRDF's group state
 
 
 ARMS = {
@@ -79,7 +81,7 @@ def build(entry: Robot, floating_base: bool) -> tuple[RobotModel, MujocoSimulati
     q = pin.neutral(robot.model)
     if entry.srdf is not None:
         pin.loadReferenceConfigurations(robot.model, str(robots_directory() / entry.srdf), False)
-        q = robot.model.referenceConfigurations['standing']
+        q = robot.model.referenceConfigurations[entry.pose]
     options = MujocoOptions(floating_base=floating_base, ground_plane=floating_base)
     simulation = MujocoSimulation(
         robot, build_mujoco_robot(path.read_text(), options, path.parent)
@@ -183,6 +185,52 @@ def test_a_quadruped_stands_on_its_point_feet(name: str) -> None:
     assert abs(end[2] - start[2]) < 0.01, f'base height {start[2]:.4f} -> {end[2]:.4f} m'
     tilt = np.degrees(2.0 * np.arcsin(min(1.0, np.linalg.norm(end[3:5]))))
     assert tilt < 2.0, f'base tilted {tilt:.2f} deg'
+    check_commands(commands, robot.effort_limits, 0.1)
+
+
+def test_a_legged_manipulator_reaches_with_its_arm_while_standing() -> None:
+    """Unitree B1 with a Z1 arm: base level on four feet, the gripper 5 cm forward and up.
+
+    The gripper's frame, `gripperStator`, names a link and the fixed joint attaching it; the
+    controller takes the link's frame (Pinocchio refuses the bare name).
+    """
+    entry = Robot(
+        'b1_description/urdf/b1-z1.urdf',
+        'b1_description/srdf/b1-z1.srdf',
+        None,
+        'standing_with_arm_home',
+    )
+    robot, simulation, positions = build(entry, floating_base=True)
+    feet = [frame.name for frame in body_frames(robot) if 'foot' in frame.name.lower()]
+    base = next(f.name for f in body_frames(robot) if f.parentJoint == 1)
+    state = RobotState(robot)
+    state.update(robot.configuration(positions, simulation.base_pose()), np.zeros(robot.nv))
+    gripper = robot.frame_id('gripperStator')
+    target = state.frame_placement(gripper).translation + [0.05, 0.0, 0.05]
+    parameters = {
+        'floating_base': True,
+        'contacts': feet,
+        'contact_types': ['point'] * 4,
+        'task_names': ['base', 'level', 'gripper', 'posture'],
+        'tasks': {
+            'base': {'type': 'frame_position', 'frame': base, 'kp': 100.0},
+            'level': {'type': 'frame_orientation', 'frame': base, 'kp': 100.0},
+            'gripper': {
+                'type': 'frame_position', 'frame': 'gripperStator', 'priority': 1, 'kp': 100.0,
+                'target': list(target),
+            },
+            'posture': {
+                'type': 'joint_posture', 'priority': 2, 'kp': 10.0, 'target': list(positions)
+            },
+        },
+    }  # fmt: skip
+    start = simulation.base_pose()
+    commands = run(simulation, loop_of(robot, parameters))
+    end = simulation.base_pose()
+    state.update(robot.configuration(simulation.joint_positions(), end), np.zeros(robot.nv))
+    error = np.linalg.norm(state.frame_placement(gripper).translation - target)
+    assert error < 1e-3, f'gripper {error * 1e3:.2f} mm from its target'
+    assert abs(end[2] - start[2]) < 0.01
     check_commands(commands, robot.effort_limits, 0.1)
 
 

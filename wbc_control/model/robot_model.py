@@ -143,10 +143,17 @@ class RobotModel:
         return np.array([lookup[name] for name in names], dtype=int)
 
     def frame_id(self, name: str) -> int:
-        """Pinocchio frame index of `name`; FrameNotFound lists the available frames."""
+        """Pinocchio frame index of `name`; FrameNotFound lists the available frames.
+
+        A URDF may give a link and a joint the same name (example-robot-data's Z1:
+        `gripperStator`); Pinocchio then has a frame of each and refuses the bare name. The
+        link's (body) frame is the one meant.
+        """
         if not self.model.existFrame(name):
             raise FrameNotFound(name, self.frame_names)
-        return self.model.getFrameId(name)
+        if self.model.existFrame(name, pin.FrameType.BODY):
+            return self.model.getFrameId(name, pin.FrameType.BODY)
+        return next(index for index, frame in enumerate(self.model.frames) if frame.name == name)
 
     def neutral_configuration(self) -> np.ndarray:
         """Pinocchio's neutral configuration q0, `(nq,)`."""
