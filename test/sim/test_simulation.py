@@ -161,6 +161,17 @@ def test_place_on_ground_finds_the_lowest_point_of_the_collision_geometry(urdf, 
         assert (simulation.data.ncon > 0) == touching, (clearance, simulation.data.ncon)
 
 
+def test_a_robot_without_readable_collision_geometry_is_told_apart() -> None:
+    """Romeo's collision meshes are COLLADA: none is left, nothing of it touches the ground."""
+    path = robots_directory() / 'romeo_description/urdf/romeo_small.urdf'
+    robot = RobotModel.from_urdf_path(path, floating_base=True)
+    options = MujocoOptions(floating_base=True, ground_plane=True)
+    mujoco_robot = build_mujoco_robot(path.read_text(), options, path.parent)
+    assert 'collision' in {mesh.element for mesh in mujoco_robot.dropped_meshes}
+    assert MujocoSimulation(robot, mujoco_robot).colliding_geometry == 0
+    assert make_simulation('solo12', ground_plane=True).colliding_geometry > 0
+
+
 def test_torques_are_applied_unclipped() -> None:
     simulation = make_simulation('panda')
     torque = 2.0 * simulation.robot.effort_limits

@@ -163,6 +163,16 @@ class SimNode(Node):
             self.get_logger().info(f'dropped mesh {dropped}')
         for adjusted in mujoco_robot.adjusted_inertias:
             self.get_logger().warning(f'inertia {adjusted}')
+        if (
+            robot.floating_base
+            and self.settings.options.ground_plane
+            and not sim.colliding_geometry
+        ):
+            self.get_logger().warning(
+                'no collision geometry on the robot (meshes MuJoCo cannot read are dropped, '
+                'above): nothing touches the ground plane and the base falls through it; give '
+                'the URDF collision shapes or binary STL / OBJ meshes'
+            )
         return sim
 
     def _on_command(self, message: Float64MultiArray) -> None:

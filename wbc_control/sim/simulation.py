@@ -103,6 +103,11 @@ class MujocoSimulation:
         self.data.qfrc_applied[:] = 0.0
         mujoco.mj_forward(self.model, self.data)
 
+    @property
+    def colliding_geometry(self) -> int:
+        """How many of the robot's geoms collide: none, and a floating base falls through."""
+        return int(np.count_nonzero(_colliding(self.model)))
+
     def place_on_ground(self, clearance_m: float = 0.0) -> float:
         """Lift or lower the floating base so that its lowest collision geometry touches z = 0.
 
@@ -198,10 +203,14 @@ def _joint_id(model: mujoco.MjModel, name: str) -> int:
     return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
 
 
+def _colliding(model: mujoco.MjModel) -> np.ndarray:
+    """Which geoms belong to the robot and collide, `(ngeom,)` bool."""
+    return (model.geom_bodyid > 0) & ((model.geom_contype | model.geom_conaffinity) > 0)
+
+
 def _lowest_collision_point(model: mujoco.MjModel, data: mujoco.MjData) -> float:
     """Lowest world z of the robot's colliding geometry (exact but for height fields and SDFs)."""
-    robot = (model.geom_bodyid > 0) & ((model.geom_contype | model.geom_conaffinity) > 0)
-    lowest = (_lowest_point(model, data, geom) for geom in np.flatnonzero(robot))
+    lowest = (_lowest_point(model, data, geom) for geom in np.flatnonzero(_colliding(model)))
     return min(lowest, default=np.inf)
 
 

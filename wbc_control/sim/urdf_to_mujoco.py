@@ -23,9 +23,10 @@ clip anything.
 
 Meshes. `package://` URIs are resolved against example-robot-data, `AMENT_PREFIX_PATH` and
 `ROS_PACKAGE_PATH`; `file://` and relative paths against the URDF's directory. Meshes MuJoCo cannot
-decode (anything but .stl, .obj, .msh, e.g. COLLADA .dae) or cannot find are dropped with their
-`<visual>` / `<collision>` element and listed in :attr:`MujocoRobot.dropped_meshes`. Visual
-geometry is stripped unless `keep_visual=True`; collision geometry is what touches the ground.
+decode (anything but .stl, .obj, .msh, e.g. COLLADA .dae; ASCII STL) or cannot find are dropped
+with their `<visual>` / `<collision>` element and listed in :attr:`MujocoRobot.dropped_meshes`.
+Visual geometry is stripped unless `keep_visual=True`; collision geometry is what touches the
+ground.
 Robot geometry collides with the ground plane only, unless `self_collision=True`.
 
 Flat feet. MuJoCo touches a plane with a convex mesh at no more than 3 points, all near its
@@ -313,8 +314,18 @@ def _resolve_geometry(
         return uri, 'file not found'
     if path.suffix.lower() not in SUPPORTED_MESH_SUFFIXES:
         return uri, f'MuJoCo cannot decode {path.suffix} meshes'
+    if path.suffix.lower() == '.stl' and not _binary_stl(path):
+        return uri, 'MuJoCo cannot decode ASCII STL meshes'
     mesh.set('filename', str(path))
     return None
+
+
+def _binary_stl(path: Path) -> bool:
+    """Whether an STL file is binary: 80 header bytes, a triangle count n, then 50 n bytes."""
+    size = path.stat().st_size
+    with path.open('rb') as stream:
+        header = stream.read(84)
+    return len(header) == 84 and size == 84 + 50 * int.from_bytes(header[80:84], 'little')
 
 
 def _root_link(robot: ET.Element) -> str:
