@@ -86,22 +86,11 @@ def build(entry: Robot, floating_base: bool) -> tuple[RobotModel, MujocoSimulati
     simulation = MujocoSimulation(
         robot, build_mujoco_robot(path.read_text(), options, path.parent)
     )
-    positions = joint_positions(robot, q) if entry.start is None else np.array(entry.start)
+    positions = robot.joint_positions(q) if entry.start is None else np.array(entry.start)
     simulation.reset(positions)
     if floating_base:
         simulation.place_on_ground()
     return robot, simulation, positions
-
-
-def joint_positions(robot: RobotModel, q: np.ndarray) -> np.ndarray:
-    """The actuated joints' positions in `q`, continuous joints as angles."""
-    model, positions = robot.model, []
-    for name in robot.joint_names:
-        joint = model.getJointId(name)
-        index = model.idx_qs[joint]
-        two = model.nqs[joint] == 2
-        positions.append(np.arctan2(q[index + 1], q[index]) if two else q[index])
-    return np.array(positions)
 
 
 def loop_of(robot: RobotModel, parameters: dict) -> ControllerLoop:
@@ -160,25 +149,7 @@ def test_an_arm_moves_its_last_frame_5_cm_up(name: str) -> None:
 @pytest.mark.parametrize('name', QUADRUPEDS)
 def test_a_quadruped_stands_on_its_point_feet(name: str) -> None:
     robot, simulation, positions = build(QUADRUPEDS[name], floating_base=True)
-    feet = [frame.name for frame in body_frames(robot) if 'foot' in frame.name.lower()]
-    assert len(feet) == 4, feet
-    base = next(f.name for f in body_frames(robot) if f.parentJoint == 1)
-    level = [0.0, 0.0, 0.0, 1.0]
-    parameters = {
-        'floating_base': True,
-        'contacts': feet,
-        'contact_types': ['point'] * 4,
-        'task_names': ['base', 'base_orientation', 'posture'],
-        'tasks': {
-            'base': {'type': 'frame_position', 'frame': base, 'kp': 100.0},
-            'base_orientation': {
-                'type': 'frame_orientation', 'frame': base, 'kp': 100.0, 'target': level
-            },
-            'posture': {
-                'type': 'joint_posture', 'priority': 1, 'kp': 10.0, 'target': list(positions)
-            },
-        },
-    }  # fmt: skip
+    parameters = standing(robot, positions)
     start = simulation.base_pose()
     commands = run(simulation, loop_of(robot, parameters))
     end = simulation.base_pose()
@@ -201,28 +172,15 @@ def test_a_legged_manipulator_reaches_with_its_arm_while_standing() -> None:
         'standing_with_arm_home',
     )
     robot, simulation, positions = build(entry, floating_base=True)
-    feet = [frame.name for frame in body_frames(robot) if 'foot' in frame.name.lower()]
-    base = next(f.name for f in body_frames(robot) if f.parentJoint == 1)
     state = RobotState(robot)
     state.update(robot.configuration(positions, simulation.base_pose()), np.zeros(robot.nv))
     gripper = robot.frame_id('gripperStator')
     target = state.frame_placement(gripper).translation + [0.05, 0.0, 0.05]
-    parameters = {
-        'floating_base': True,
-        'contacts': feet,
-        'contact_types': ['point'] * 4,
-        'task_names': ['base', 'level', 'gripper', 'posture'],
-        'tasks': {
-            'base': {'type': 'frame_position', 'frame': base, 'kp': 100.0},
-            'level': {'type': 'frame_orientation', 'frame': base, 'kp': 100.0},
-            'gripper': {
-                'type': 'frame_position', 'frame': 'gripperStator', 'priority': 1, 'kp': 100.0,
-                'target': list(target),
-            },
-            'posture': {
-                'type': 'joint_posture', 'priority': 2, 'kp': 10.0, 'target': list(positions)
-            },
-        },
+    parameters = standing(robot, positions, posture_priority=2)
+    parameters['task_names'].insert(2, 'gripper')
+    parameters['tasks']['gripper'] = {
+        'type': 'frame_position', 'frame': 'gripperStator', 'priority': 1, 'kp': 100.0,
+        'target': list(target),
     }  # fmt: skip
     start = simulation.base_pose()
     commands = run(simulation, loop_of(robot, parameters))
@@ -232,6 +190,33 @@ def test_a_legged_manipulator_reaches_with_its_arm_while_standing() -> None:
     assert error < 1e-3, f'gripper {error * 1e3:.2f} mm from its target'
     assert abs(end[2] - start[2]) < 0.01
     check_commands(commands, robot.effort_limits, 0.1)
+
+
+def standing(robot: RobotModel, positions: np.ndarray, posture_priority: int = 1) -> dict:
+    """Parameters standing `robot` on its four point feet (the body frames named *foot*).
+
+    The base held where it starts and level at priority 0, the posture `positions` below.
+    """
+    feet = [frame.name for frame in body_frames(robot) if 'foot' in frame.name.lower()]
+    assert len(feet) == 4, feet
+    base = next(f.name for f in body_frames(robot) if f.parentJoint == 1)
+    return {
+        'floating_base': True,
+        'contacts': feet,
+        'contact_types': ['point'] * 4,
+        'task_names': ['base', 'level', 'posture'],
+        'tasks': {
+            'base': {'type': 'frame_position', 'frame': base, 'kp': 100.0},
+            'level': {
+                'type': 'frame_orientation', 'frame': base, 'kp': 100.0,
+                'target': [0.0, 0.0, 0.0, 1.0],
+            },
+            'posture': {
+                'type': 'joint_posture', 'priority': posture_priority, 'kp': 10.0,
+                'target': list(positions),
+            },
+        },
+    }  # fmt: skip
 
 
 def body_frames(robot: RobotModel) -> list:
