@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidShape, InvalidValue, ModelError
 from wbc_control.model.robot_model import FREE_FLYER_NQ, FREE_FLYER_NV, RobotModel
-from wbc_control.sim.urdf_to_mujoco import MujocoRobot
+from wbc_control.sim.urdf_to_mujoco import MujocoRobot, mesh_vertices
 
 
 class FreeJointAddresses(NamedTuple):
@@ -229,10 +229,8 @@ def _lowest_point(model: mujoco.MjModel, data: mujoco.MjData, geom: int) -> floa
         extent = float(np.linalg.norm(size * up))
     elif kind == types.mjGEOM_BOX:
         extent = float(np.abs(up) @ size)
-    elif kind == types.mjGEOM_MESH:  # vertices are stored in the geom frame
-        mesh = model.geom_dataid[geom]
-        start, count = model.mesh_vertadr[mesh], model.mesh_vertnum[mesh]
-        extent = -float((model.mesh_vert[start : start + count] @ up).min())
+    elif kind == types.mjGEOM_MESH:
+        extent = -float((mesh_vertices(model, geom) @ up).min())
     else:  # height fields, SDFs: the bounding box
         center, half_size = model.geom_aabb[geom, :3], model.geom_aabb[geom, 3:]
         extent = float(np.abs(up) @ half_size - up @ center)

@@ -26,8 +26,7 @@ Meshes. `package://` URIs are resolved against example-robot-data, `AMENT_PREFIX
 decode (anything but .stl, .obj, .msh, e.g. COLLADA .dae; ASCII STL) or cannot find are dropped
 with their `<visual>` / `<collision>` element and listed in :attr:`MujocoRobot.dropped_meshes`.
 Visual geometry is stripped unless `keep_visual=True`; collision geometry is what touches the
-ground.
-Robot geometry collides with the ground plane only, unless `self_collision=True`.
+ground. Robot geometry collides with the ground plane only, unless `self_collision=True`.
 
 Flat feet. MuJoCo touches a plane with a convex mesh at no more than 3 points, all near its
 lowest vertex, so a mesh sole (e.g. Talos's ankle mesh) stands on a small patch at the heel,
@@ -188,13 +187,18 @@ def _replace_meshes_by_boxes(
             geom.quat = [1.0, 0.0, 0.0, 0.0]
 
 
-def _mesh_bounds(model: mujoco.MjModel, geom: int) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper corner of a mesh geom's vertices in its body frame."""
+def mesh_vertices(model: mujoco.MjModel, geom: int) -> np.ndarray:
+    """A mesh geom's vertices in the geom frame, `(count, 3)` (a view of the model's)."""
     mesh = model.geom_dataid[geom]
     start, count = model.mesh_vertadr[mesh], model.mesh_vertnum[mesh]
+    return model.mesh_vert[start : start + count]
+
+
+def _mesh_bounds(model: mujoco.MjModel, geom: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper corner of a mesh geom's vertices in its body frame."""
     rotation = np.zeros(9)
     mujoco.mju_quat2Mat(rotation, model.geom_quat[geom])
-    vertices = model.mesh_vert[start : start + count] @ rotation.reshape(3, 3).T
+    vertices = mesh_vertices(model, geom) @ rotation.reshape(3, 3).T
     vertices += model.geom_pos[geom]
     return vertices.min(axis=0), vertices.max(axis=0)
 
