@@ -26,6 +26,7 @@ __all__ = [
     'mass_matrix',
     'pinocchio_state',
     'set_pinocchio_state',
+    'simulation_of',
     'write_small_urdf',
 ]
 
@@ -58,7 +59,11 @@ SMALL_URDF = """<robot name="small">
 
 def make_simulation(name: str, **options) -> MujocoSimulation:
     """The simulation of an example-robot-data robot, `options` for :class:`MujocoOptions`."""
-    path, floating_base = example_robot_urdf(name)
+    return simulation_of(*example_robot_urdf(name), **options)
+
+
+def simulation_of(path: Path, floating_base: bool, **options) -> MujocoSimulation:
+    """The simulation of the URDF at `path`, `options` for :class:`MujocoOptions`."""
     robot = RobotModel.from_urdf_path(path, floating_base)
     mujoco_robot = build_mujoco_robot(
         path.read_text(), MujocoOptions(floating_base=floating_base, **options), path.parent

@@ -13,6 +13,7 @@ from sim_support import (
     mass_matrix,
     pinocchio_state,
     set_pinocchio_state,
+    simulation_of,
     write_small_urdf,
 )
 
@@ -149,12 +150,7 @@ def test_floating_base_stands_on_the_ground_plane() -> None:
 )
 def test_place_on_ground_finds_the_lowest_point_of_the_collision_geometry(urdf, standing):
     """0.1 mm below it MuJoCo finds a contact, 0.1 mm above it none."""
-    path = robots_directory() / urdf
-    robot = RobotModel.from_urdf_path(path, floating_base=True)
-    options = MujocoOptions(floating_base=True, ground_plane=True)
-    simulation = MujocoSimulation(
-        robot, build_mujoco_robot(path.read_text(), options, path.parent)
-    )
+    simulation = simulation_of(robots_directory() / urdf, True, ground_plane=True)
     simulation.reset(standing)
     for clearance, touching in ((1e-4, False), (-1e-4, True)):
         simulation.place_on_ground(clearance_m=clearance)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 import pinocchio as pin
 import pytest
+from sim_support import simulation_of
 
 from wbc_control.config import (
     build_entries,
@@ -33,7 +34,6 @@ from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.sim.simulation import MujocoSimulation
-from wbc_control.sim.urdf_to_mujoco import MujocoOptions, build_mujoco_robot
 
 pytestmark = pytest.mark.slow
 
@@ -76,16 +76,14 @@ QUADRUPEDS = {
 
 def build(entry: Robot, floating_base: bool) -> tuple[RobotModel, MujocoSimulation, np.ndarray]:
     """The model, its simulation at the start pose (lowered onto the ground) and that pose."""
-    path = robots_directory() / entry.urdf
-    robot = RobotModel.from_urdf_path(path, floating_base)
+    simulation = simulation_of(
+        robots_directory() / entry.urdf, floating_base, ground_plane=floating_base
+    )
+    robot = simulation.robot
     q = pin.neutral(robot.model)
     if entry.srdf is not None:
         pin.loadReferenceConfigurations(robot.model, str(robots_directory() / entry.srdf), False)
         q = robot.model.referenceConfigurations[entry.pose]
-    options = MujocoOptions(floating_base=floating_base, ground_plane=floating_base)
-    simulation = MujocoSimulation(
-        robot, build_mujoco_robot(path.read_text(), options, path.parent)
-    )
     positions = robot.joint_positions(q) if entry.start is None else np.array(entry.start)
     simulation.reset(positions)
     if floating_base:
