@@ -150,6 +150,64 @@ def test_go1_is_simulated_with_its_placeholder_base_made_a_rigid_body() -> None:
     np.testing.assert_allclose(mass_matrix(simulation), expected, rtol=0.0, atol=2e-6)
 
 
+#: A moving point mass, a point mass welded to it (fused into it: left alone), and a moving
+#: link with neither mass nor inertia (MuJoCo's error, as before). Rounding around zero, as
+#: in iCub's r_hip_2 (-5.4e-20): MuJoCo refuses it as a tensor without positive eigenvalues.
+POINT_MASSES_URDF = """<robot name="point_masses">
+  <link name="world_link"/>
+  <link name="point"><inertial><mass value="0.5"/><origin xyz="0 0 0.03"/>
+    <inertia ixx="-5.4e-20" ixy="0" ixz="0" iyy="-5.4e-20" iyz="0" izz="0"/></inertial></link>
+  <link name="welded"><inertial><mass value="0.1"/>
+    <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
+  <joint name="a" type="revolute"><parent link="world_link"/><child link="point"/>
+    <axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="w" type="fixed"><parent link="point"/><child link="welded"/>
+    <origin xyz="0 0.1 0"/></joint>
+</robot>
+"""
+
+
+def test_moving_point_masses_get_the_smallest_moment_and_welded_ones_are_left() -> None:
+    """A link with mass and a zero tensor in a moving body: 1e-12 kg m² about each axis."""
+    with pytest.raises(ValueError, match='inertia'):
+        mujoco.MjSpec.from_string(POINT_MASSES_URDF).compile()
+    mujoco_robot = build_mujoco_robot(POINT_MASSES_URDF)
+    (adjusted,) = mujoco_robot.adjusted_inertias
+    assert adjusted.link == 'point'
+    np.testing.assert_allclose(adjusted.simulated, [1e-12] * 3, rtol=1e-9)
+    # The fused body: the welded 0.1 kg point mass 0.1 m along y adds 0.1 * 0.1² about x.
+    model = mujoco_robot.model
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, 'point')
+    assert model.body_mass[body] == pytest.approx(0.6)
+    massless = POINT_MASSES_URDF.replace('-5.4e-20', '0').replace('value="0.5"', 'value="0"')
+    massless = massless.replace('value="0.1"', 'value="0"')
+    with pytest.raises(ModelError, match='mass and inertia'):
+        build_mujoco_robot(massless)
+
+
+def test_icub_is_simulated_with_its_point_masses() -> None:
+    """example-robot-data's iCub, which MuJoCo refused, simulated with Pinocchio's M(q).
+
+    Its hips, ankles, legs, wrists and head (0.1 to 2.2 kg) have zero tensors or rounding
+    around zero (-5.4e-20 kg m²): MuJoCo said 'inertia must have positive eigenvalues'. They
+    are given 1e-12 kg m², the tolerance below.
+    """
+    path = robots_directory() / 'icub_description/robots/icub_reduced.urdf'
+    robot = RobotModel.from_urdf_path(path, floating_base=True)
+    mujoco_robot = build_mujoco_robot(
+        path.read_text(), MujocoOptions(floating_base=True), path.parent
+    )
+    links = {change.link for change in mujoco_robot.adjusted_inertias}
+    assert {'r_hip_1', 'r_hip_2', 'l_ankle_2', 'r_upper_leg'} <= links
+    simulation = MujocoSimulation(robot, mujoco_robot)
+    q = pin.randomConfiguration(robot.model, -np.ones(robot.nq), np.ones(robot.nq))
+    q[:7] = [0.1, -0.2, 0.6, 0.0, 0.0, 0.0, 1.0]
+    set_pinocchio_state(simulation, q, np.zeros(robot.nv))
+    upper = pin.crba(robot.model, robot.model.createData(), q)
+    expected = np.triu(upper) + np.triu(upper, 1).T
+    np.testing.assert_allclose(mass_matrix(simulation), expected, rtol=0.0, atol=1e-10)
+
+
 def test_panda_inertias_are_kept() -> None:
     path, _ = example_robot_urdf('panda')
     assert build_mujoco_robot(path.read_text(), urdf_directory=path.parent).adjusted_inertias == ()
@@ -176,8 +234,10 @@ def one_link_urdf(tensor: np.ndarray) -> str:
     ),
 )
 def test_any_tensor_with_a_positive_moment_compiles(moments, scale, rotation) -> None:
-    """Random principal moments in random axes (TIAGo's antenna: -3.5e-8, 3.5e-8, 9.1e-8)."""
-    assume(moments.max() >= 1e-3)  # without a positive moment: left to MuJoCo's own error
+    """Random principal moments in random axes (TIAGo's antenna: -3.5e-8, 3.5e-8, 9.1e-8).
+
+    The link moves and has mass: without a positive moment it is a point mass (1e-12 kg m²).
+    """
     axes = pin.Quaternion(*(rotation / np.linalg.norm(rotation))).toRotationMatrix()
     tensor = (axes * (moments * scale)) @ axes.T
     mujoco_robot = build_mujoco_robot(one_link_urdf(tensor))

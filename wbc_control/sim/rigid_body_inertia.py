@@ -4,8 +4,10 @@ Pinocchio takes any symmetric tensor; MuJoCo refuses one whose principal moments
 positive or where one exceeds the sum of the other two (a rigid body's moments A ≤ B ≤ C satisfy
 A + B ≥ C, since C − A − B = −2 ∫ z² dm ≤ 0 about C's axis). example-robot-data ships such
 tensors: placeholder links of 1e-6 kg whose tensor is all 1e-6 (rank 1: Go1, B1, ANYmal B, HyQ)
-and camera links whose largest moment is twice the others' (ANYmal C). `urdf_to_mujoco` rewrites
-them with `rigid_body_inertia` before MuJoCo parses the URDF.
+and camera links whose largest moment is twice the others' (ANYmal C); and moving links of
+several hundred grams whose tensor is zero or rounding around it (iCub's hips, ankles, legs and
+head: point masses, which MuJoCo refuses in a moving body). `urdf_to_mujoco` rewrites them with
+`rigid_body_inertia` before MuJoCo parses the URDF.
 """
 
 from typing import NamedTuple
@@ -42,15 +44,17 @@ class AdjustedInertia(NamedTuple):
         )
 
 
-def rigid_body_inertia(link: ET.Element) -> AdjustedInertia | None:
+def rigid_body_inertia(link: ET.Element, moving: bool = True) -> AdjustedInertia | None:
     """Make `link`'s inertia tensor a rigid body's if it is not; what was changed.
 
     Such a tensor becomes a nearby one with the same principal axes: its moments are raised to
     1e-6 of the largest (and to 1e-12 kg m²), then projected onto the half-space of the most
     violated λᵢ + λⱼ ≥ λₖ (with a 1e-9 relative slack against rounding), λ + d/3 (1, 1, −1)
-    with d = λₖ − λᵢ − λⱼ (the nearest point in the Frobenius norm). Left alone: tensors that
-    are valid, not finite or without a positive moment (MuJoCo's own error, or a massless
-    static link that `fusestatic` removes).
+    with d = λₖ − λᵢ − λⱼ (the nearest point in the Frobenius norm). A tensor without a
+    positive moment is a point mass: it gets 1e-12 kg m² about each axis if the link has mass
+    and is `moving` (the child of a joint that is not fixed, or the root), else is left alone
+    (a link welded to its parent is fused into it, and a moving link without mass is MuJoCo's
+    own error). Left alone too: valid tensors and those not finite.
     """
     element = link.find('inertial/inertia')
     if element is None:
@@ -64,7 +68,7 @@ def rigid_body_inertia(link: ET.Element) -> AdjustedInertia | None:
         return None
     moments, axes = np.linalg.eigh(tensor)  # ascending
     valid = moments[0] >= SMALLEST_MOMENT and moments[0] + moments[1] >= moments[2]
-    if moments[2] <= 0.0 or valid:
+    if valid or (moments[2] <= 0.0 and not (moving and _mass(link) > 0.0)):
         return None
     simulated = _rigid_body_moments(moments)
     adjusted = (axes * simulated) @ axes.T
@@ -75,6 +79,15 @@ def rigid_body_inertia(link: ET.Element) -> AdjustedInertia | None:
         tuple(float(moment) for moment in moments),
         tuple(float(moment) for moment in simulated),
     )
+
+
+def _mass(link: ET.Element) -> float:
+    """The link's mass (kg); 0 when absent or unreadable (MuJoCo's parser names the latter)."""
+    element = link.find('inertial/mass')
+    try:
+        return 0.0 if element is None else float(element.get('value', 0.0))
+    except ValueError:
+        return 0.0
 
 
 def _rigid_body_moments(moments: np.ndarray) -> np.ndarray:

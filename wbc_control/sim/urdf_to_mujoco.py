@@ -226,9 +226,13 @@ def prepare_urdf(
         raise ModelError(f"the URDF's root element is <{robot.tag}>, not <robot>")
     root_link = _root_link(robot)
     dropped: list[DroppedMesh] = []
-    adjusted = [
-        change for change in map(rigid_body_inertia, robot.iter('link')) if change is not None
-    ]
+    moving = {root_link} | {
+        child.get('link')
+        for joint in robot.iter('joint')
+        if joint.get('type') != 'fixed' and (child := joint.find('child')) is not None
+    }
+    changes = (rigid_body_inertia(link, link.get('name') in moving) for link in robot.iter('link'))
+    adjusted = [change for change in changes if change is not None]
     package_roots = package_search_roots()
     for link in robot.iter('link'):
         for element in list(link):
