@@ -17,6 +17,8 @@ from wbc_control.control.joint_limits import JointLimits
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidValue
+from wbc_control.model.example_robots import robots_directory
+from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import FramePoseTask, FramePositionTask, JointPostureTask
 
@@ -395,3 +397,14 @@ def test_a_zero_margin_puts_the_walls_at_the_urdf_limits():
     assert (limits.kp, limits.deceleration) == (0.5, 0.25)
     np.testing.assert_array_equal(limits.lower_wall, panda.position_limits[0])
     np.testing.assert_array_equal(limits.upper_wall, panda.position_limits[1])
+
+
+def test_joints_whose_urdf_limits_are_equal_get_no_wall():
+    """The double pendulum's URDF says lower = upper = 0 for none: the level must not pin it."""
+    path = robots_directory() / 'double_pendulum_description/urdf/double_pendulum.urdf'
+    pendulum = RobotModel.from_urdf_path(path)
+    limits = JointLimits(pendulum)
+    state = RobotState(pendulum)
+    state.update(np.array([0.5, -2.0]), np.array([1.0, -1.0]))
+    lower, upper = limits.bounds(state)
+    assert np.all(lower == -np.inf) and np.all(upper == np.inf)

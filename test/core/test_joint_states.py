@@ -3,6 +3,7 @@ import pytest
 from robots import MIXED_JOINTS_URDF
 
 from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejected
+from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
 
 NAMES = ['slider', 'extra', 'shoulder', 'wrist']
@@ -92,3 +93,11 @@ def test_implausible_samples_are_rejected(decoder, index, position, velocity, re
 def test_within_the_margin_and_continuous_joints_pass(decoder):
     # shoulder 0.05 beyond its limit (margin 0.1), wrist 50 rad (continuous: no limit).
     decoder.decode(NAMES, [0.1, 0.0, 2.05, 50.0], [0.0, 0.0, 3.9, -5.9], 1.0)
+
+
+def test_a_joint_whose_urdf_limits_are_equal_is_not_checked_against_them():
+    """The double pendulum's URDF writes lower = upper = 0 for no limits (RobotModel)."""
+    path = robots_directory() / 'double_pendulum_description/urdf/double_pendulum.urdf'
+    decoder = JointStateDecoder(RobotModel.from_urdf_path(path))
+    sample = decoder.decode(['joint1', 'joint2'], [0.5, -2.0], [0.1, 3.0], 1.0, 1.0)
+    np.testing.assert_array_equal(sample.positions, [0.5, -2.0])

@@ -14,7 +14,7 @@ from wbc_control.exceptions import (
     MissingJoints,
     ModelError,
 )
-from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.example_robots import example_robot_urdf, robots_directory
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
 
 
@@ -133,3 +133,37 @@ def test_floating_base_layout():
     q = talos.configuration(np.zeros(talos.n_actuated), base_pose=pose)
     np.testing.assert_allclose(q[:7], pose)
     assert talos.indices.v.min() == 6
+
+
+#: example-robot-data's double pendulum, as the SolidWorks URDF exporter writes joints without
+#: limits: lower="0" upper="0" effort="0" velocity="0".
+DOUBLE_PENDULUM = 'double_pendulum_description/urdf/double_pendulum.urdf'
+
+
+def test_equal_lower_and_upper_limits_are_taken_as_none():
+    """A zero range would pin the joint; MuJoCo ignores such limits too."""
+    model = RobotModel.from_urdf_path(robots_directory() / DOUBLE_PENDULUM)
+    assert model.zero_range_joints == ('joint1', 'joint2')
+    lower, upper = model.position_limits
+    assert np.all(lower == -np.inf) and np.all(upper == np.inf)
+    assert np.all(model.effort_limits == np.inf)
+    # Pinocchio's own convention for a joint without limits, which randomConfiguration takes.
+    clipped = np.clip(model.model.lowerPositionLimit, -3.0, 3.0)
+    assert np.all(clipped == -3.0)
+    pin.randomConfiguration(model.model, clipped, -clipped)
+    panda = robot('panda')
+    assert panda.zero_range_joints == ()
+    assert np.isfinite(panda.position_limits[0]).all()
+
+
+def test_only_the_joints_with_equal_limits_lose_them():
+    text = (robots_directory() / DOUBLE_PENDULUM).read_text()
+    root = ET.fromstring(text)
+    limit = root.find("joint[@name='joint2']/limit")
+    limit.set('lower', '-1.5')
+    limit.set('upper', '2.0')
+    model = RobotModel.from_urdf_string(ET.tostring(root, encoding='unicode'))
+    assert model.zero_range_joints == ('joint1',)
+    lower, upper = model.position_limits
+    np.testing.assert_array_equal(lower, [-np.inf, -1.5])
+    np.testing.assert_array_equal(upper, [np.inf, 2.0])

@@ -25,6 +25,7 @@ import pytest
 from robots import robot
 
 from wbc_control.exceptions import InvalidValue
+from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_state import RobotState
 from wbc_control.ros.controller_node import LOG_THROTTLE_S
 from wbc_control.ros.log_throttle import ThrottledLog
@@ -189,3 +190,17 @@ def test_a_stretched_arm_is_reported_singular_naming_the_level_and_lost_directio
     assert tasks.level == DiagnosticStatus.WARN, tasks.message
     assert 'level 0 (hand) singular' in tasks.message and 'direction(s)' in tasks.message
     assert int(values(tasks)['level_0.damped_directions']) >= 1
+
+
+def test_a_urdf_with_equal_limits_is_controlled_away_from_them_and_named(local, capfd):
+    """The SolidWorks exporter's lower = upper = 0 (example-robot-data's double pendulum)."""
+    urdf = robots_directory() / 'double_pendulum_description/urdf/double_pendulum.urdf'
+    posture = {'type': 'joint_posture', 'kp': 25.0, 'target': [0.3, -0.2]}
+    parameters = {'urdf_path': str(urdf), 'task_names': ['posture'], 'tasks': {'posture': posture}}
+    node, published = local(parameters)
+    printed = capfd.readouterr().err
+    assert 'joint1, joint2 equal lower and upper position limits' in printed, printed
+    node._on_joint_state(joint_state(['joint1', 'joint2'], [0.5, -2.0], [0.0, 0.0]))
+    assert len(published) == 1 and np.isfinite(published[0]).all()
+    assert not sum(node._loop.statistics.rejected.values())
+    assert not node._loop.statistics.result.joints_at_limit

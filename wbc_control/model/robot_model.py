@@ -8,6 +8,14 @@ joints have one position coordinate; continuous joints (Pinocchio's unbounded re
 (cos θ, sin θ), and are exchanged with the outside world as the angle θ. With a floating base the
 first 7 / 6 coordinates of q / v are the free-flyer (position, quaternion xyzw / linear and
 angular velocity in the base frame), which matches nav_msgs/Odometry.
+
+Limits. A revolute or prismatic joint whose URDF limits are equal (`lower="0" upper="0"`, what
+the SolidWorks URDF exporter writes when no limits are set, with `effort="0"` and
+`velocity="0"`) is taken as unlimited in position, as MuJoCo takes it ("equal lower and upper
+limits, limit ignored"): held to a zero range, the joint-limit level would pin it and the
+joint-state checks would reject every state away from 0. Zero effort and velocity limits are
+likewise "none" (:attr:`RobotModel.effort_limits`, the joint-limit level, the state checks).
+The controller node names such joints at start-up.
 """
 
 from collections.abc import Iterable, Sequence
@@ -28,6 +36,8 @@ from wbc_control.exceptions import (
 
 FREE_FLYER_NQ = 7
 FREE_FLYER_NV = 6
+#: Pinocchio's position limit of a joint without one.
+_UNLIMITED = np.finfo(float).max
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,8 @@ class RobotModel:
         nv: number of velocity coordinates (degrees of freedom).
         n_actuated: number of actuated joints (all joints below the root).
         base_nv: velocity coordinates of the unactuated base (6 for a floating base, else 0).
+        zero_range_joints: revolute or prismatic joints whose URDF gives equal lower and upper
+            limits; their position limits are removed (the module docstring).
     """
 
     def __init__(self, model: pin.Model, floating_base: bool) -> None:
@@ -93,6 +105,8 @@ class RobotModel:
         self._linear_joints = _as_index(tables.linear_joints)
         self._has_continuous = tables.q_cos.size > 0
         self._v_actuated = _as_index(tables.v)
+        #: Joints whose URDF limits are equal (lower = upper), taken as unlimited.
+        self.zero_range_joints = _unlimit_zero_ranges(model, tables, self.joint_names)
 
     @classmethod
     def from_urdf_string(cls, urdf_xml: str, floating_base: bool = False) -> 'RobotModel':
@@ -125,12 +139,17 @@ class RobotModel:
 
     @property
     def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
-        """URDF (lower, upper) position limits per actuated joint; ±inf for continuous joints."""
+        """URDF (lower, upper) position limits per actuated joint, `(n_act,)` each.
+
+        ±inf for continuous joints and for `zero_range_joints` (Pinocchio's ±max there).
+        """
         lower = np.full(self.n_actuated, -np.inf)
         upper = np.full(self.n_actuated, np.inf)
         tables = self.indices
         lower[tables.linear_joints] = self.model.lowerPositionLimit[tables.q_linear]
         upper[tables.linear_joints] = self.model.upperPositionLimit[tables.q_linear]
+        lower[lower <= -_UNLIMITED] = -np.inf
+        upper[upper >= _UNLIMITED] = np.inf
         return lower, upper
 
     def joint_index(self, names: Iterable[str]) -> np.ndarray:
@@ -254,6 +273,21 @@ class RobotModel:
 
 _IDENTITY_POSE = np.array((0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0))
 _IDENTITY_POSE.flags.writeable = False
+
+
+def _unlimit_zero_ranges(
+    model: pin.Model, tables: JointIndexTables, joint_names: Sequence[str]
+) -> tuple[str, ...]:
+    """Remove the position limits of joints with lower = upper; their names, actuated order."""
+    lower, upper = model.lowerPositionLimit, model.upperPositionLimit
+    coordinates = tables.q_linear
+    equal = lower[coordinates] == upper[coordinates]
+    if not equal.any():
+        return ()
+    lower[coordinates[equal]] = -_UNLIMITED
+    upper[coordinates[equal]] = _UNLIMITED
+    model.lowerPositionLimit, model.upperPositionLimit = lower, upper
+    return tuple(joint_names[i] for i in tables.linear_joints[equal])
 
 
 def _as_index(indices: np.ndarray) -> slice | np.ndarray:

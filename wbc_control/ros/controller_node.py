@@ -86,6 +86,8 @@ class ControllerNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.add_post_set_parameters_callback(self._on_parameters_set)
         self.get_logger().info(self._startup_summary())
+        for warning in status.model_warnings(robot):
+            self.get_logger().warning(warning)
 
     def _create_interfaces(self) -> None:
         settings = self._settings

@@ -18,6 +18,7 @@ from wbc_control.control import controller_checks as checks
 from wbc_control.control.controller_checks import Check, Severity
 from wbc_control.control.controller_loop import ControllerLoop
 from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.model.robot_model import RobotModel
 
 _LEVELS = {
     Severity.OK: DiagnosticStatus.OK,
@@ -96,6 +97,18 @@ def waited(age: float | None, digits: int, joint_topic: str, odom_topic: str | N
         what = 'joint state + odom pair'
     waiting = f'no {what} yet' if age is None else f'no valid {what} for {age:.{digits}f} s'
     return f'{waiting} on {topics}'
+
+
+def model_warnings(robot: RobotModel) -> list[str]:
+    """Start-up warnings on how the URDF is read where it differs from its face value."""
+    if not robot.zero_range_joints:
+        return []
+    joints = ', '.join(robot.zero_range_joints)
+    return [
+        f'the URDF gives {joints} equal lower and upper position limits: taken as unlimited '
+        '(no joint-limit walls, no position check on joint states), as MuJoCo takes them; '
+        'write their real limits into the URDF'
+    ]
 
 
 def startup_summary(
