@@ -15,6 +15,7 @@ from wbc_control.exceptions import (
     ModelError,
 )
 from wbc_control.model.example_robots import example_robot_urdf, robots_directory
+from wbc_control.model.mimic_joints import MimicJoint
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
 
 
@@ -64,8 +65,9 @@ def test_joint_state_mapping_any_order_and_extra_joints():
     order = rng.permutation(len(names))
     shuffled = [names[i] for i in order]
     values = np.arange(len(names), dtype=float)[order]
-    index = JointStateMapping(panda).message_indices(shuffled)
+    index, mimics = JointStateMapping(panda).message_indices(shuffled)
     np.testing.assert_array_equal(values[index], np.arange(panda.n_actuated))
+    assert mimics is None
 
 
 def test_joint_state_mapping_reports_missing_and_duplicate_joints():
@@ -167,3 +169,41 @@ def test_only_the_joints_with_equal_limits_lose_them():
     lower, upper = model.position_limits
     np.testing.assert_array_equal(lower, [-np.inf, -1.5])
     np.testing.assert_array_equal(upper, [np.inf, 2.0])
+
+
+def panda_with_finger_mimic(multiplier: str, offset: str) -> RobotModel:
+    """The Panda, its second finger following the first as q2 = multiplier q1 + offset."""
+    path, _ = example_robot_urdf('panda')
+    root = ET.fromstring(path.read_text())
+    mimic = root.find("joint[@name='panda_finger_joint2']/mimic")
+    mimic.set('multiplier', multiplier)
+    mimic.set('offset', offset)
+    return RobotModel.from_urdf_string(ET.tostring(root, encoding='unicode'))
+
+
+def test_a_mimic_joint_left_out_of_a_joint_state_follows_its_master():
+    """URDF semantics, as robot_state_publisher applies them: q = m q_master + o, q̇ = m q̇."""
+    panda = robot('panda')
+    assert panda.mimic_joints == (MimicJoint('panda_finger_joint2', 'panda_finger_joint1'),)
+    model = panda_with_finger_mimic('-2.0', '0.01')
+    names = [name for name in model.joint_names if name != 'panda_finger_joint2']
+    positions = np.arange(1.0, 9.0) / 10.0
+    velocities = -np.arange(1.0, 9.0)
+    index, mimics = JointStateMapping(model).message_indices(names)
+    gathered, rates = positions[index], velocities[index]
+    mimics.apply(gathered, rates)
+    np.testing.assert_allclose(gathered, [*positions, -2.0 * 0.8 + 0.01])
+    np.testing.assert_allclose(rates, [*velocities, -2.0 * -8.0])
+
+
+def test_a_missing_master_is_named_and_a_mimic_joint_sent_is_used():
+    panda = robot('panda')
+    mapping = JointStateMapping(panda)
+    without_master = [name for name in panda.joint_names if name != 'panda_finger_joint1']
+    with pytest.raises(MissingJoints, match='panda_finger_joint1'):
+        mapping.message_indices(without_master)
+    with pytest.raises(MissingJoints, match="'panda_finger_joint1', 'panda_finger_joint2'"):
+        mapping.message_indices(list(panda.joint_names[:7]))
+    index, mimics = mapping.message_indices(list(reversed(panda.joint_names)))
+    assert mimics is None
+    np.testing.assert_array_equal(index, np.arange(panda.n_actuated)[::-1])

@@ -77,7 +77,8 @@ def test_a_flood_of_bad_states_and_failed_ticks_is_counted_in_full_and_logged_on
     node._throttled = ThrottledLog(node.get_logger(), LOG_THROTTLE_S, clock=lambda: now[0])
     positions, velocities = near_ready(19)
     nan = joint_state(JOINTS, [np.nan, *positions[1:]], velocities)
-    unknown = joint_state([*JOINTS[:-1], 'elbow'], positions, velocities)
+    # panda_joint7 renamed (the last joint, a mimic finger, would be taken from its master).
+    unknown = joint_state([*JOINTS[:6], 'elbow', *JOINTS[7:]], positions, velocities)
     for _ in range(50):
         node._on_joint_state(nan)
         node._on_joint_state(unknown)
@@ -204,3 +205,16 @@ def test_a_urdf_with_equal_limits_is_controlled_away_from_them_and_named(local, 
     assert len(published) == 1 and np.isfinite(published[0]).all()
     assert not sum(node._loop.statistics.rejected.values())
     assert not node._loop.statistics.result.joints_at_limit
+
+
+def test_a_joint_state_without_the_mimic_finger_is_completed_from_its_master(local):
+    """The Panda's second finger mimics the first; a gripper driver may publish only the first."""
+    node, published = local({**COMMON, **POSTURE})
+    positions, velocities = near_ready(21)
+    node._on_joint_state(joint_state(JOINTS[:8], positions[:8], velocities[:8]))
+    assert len(published) == 1
+    assert not sum(node._loop.statistics.rejected.values())
+    positions[8], velocities[8] = positions[7], velocities[7]
+    other, sent = local({**COMMON, **POSTURE})
+    other._on_joint_state(joint_state(JOINTS, positions, velocities))
+    npt.assert_allclose(published[0], sent[0], rtol=0.0, atol=1e-12)

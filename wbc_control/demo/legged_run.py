@@ -96,12 +96,15 @@ class LeggedMonitor(Node):
 
     def _on_joint_state(self, message: JointState) -> None:
         try:
-            index = self._mapping.message_indices(message.name)
+            index, mimics = self._mapping.message_indices(message.name)
         except WbcError:  # another robot's joint states on this DDS domain
             return
         stamp = _stamp_s(message)
-        values = [np.asarray(message.position)[index], np.asarray(message.velocity)[index]]
-        self._pair(stamp, 0, values)
+        positions = np.asarray(message.position, dtype=float)[index]
+        velocities = np.asarray(message.velocity, dtype=float)[index]
+        if mimics is not None:
+            mimics.apply(positions, velocities)
+        self._pair(stamp, 0, [positions, velocities])
 
     def _on_odometry(self, message: Odometry) -> None:
         pose, twist = message.pose.pose, message.twist.twist

@@ -87,8 +87,11 @@ class DemoMonitor(Node):
         )
 
     def _on_joint_state(self, message: JointState) -> None:
-        index = self._mapping.message_indices(message.name)
-        self._joints = (_stamp_s(message), np.asarray(message.position)[index])
+        index, mimics = self._mapping.message_indices(message.name)
+        positions = np.asarray(message.position, dtype=float)[index]
+        if mimics is not None:
+            mimics.apply(positions)
+        self._joints = (_stamp_s(message), positions)
         self._measure()
 
     def _on_odometry(self, message: Odometry) -> None:

@@ -104,11 +104,13 @@ class JointStateDecoder:
                 '(a torque controller needs a velocity for every joint)',
             )
         try:
-            index = self._mapping.message_indices(names)
+            index, mimics = self._mapping.message_indices(names)
         except (MissingJoints, InvalidShape) as error:
             raise JointStateRejected('joints', str(error)) from error
         joint_positions = np.asarray(positions, dtype=float)[index]
         joint_velocities = np.asarray(velocities, dtype=float)[index]
+        if mimics is not None:
+            mimics.apply(joint_positions, joint_velocities)
         # A sum is finite exactly when every term is (barring overflow past 1e306, far beyond
         # any plausible joint state): one reduction per array, no elementwise test.
         if not math.isfinite(_SUM(joint_positions) + _SUM(joint_velocities)):

@@ -33,6 +33,12 @@ from wbc_control.exceptions import (
     MissingJoints,
     ModelError,
 )
+from wbc_control.model.mimic_joints import (
+    FilledMimics,
+    MimicJoint,
+    filled_mimics,
+    urdf_mimic_joints,
+)
 
 FREE_FLYER_NQ = 7
 FREE_FLYER_NV = 6
@@ -71,9 +77,13 @@ class RobotModel:
         base_nv: velocity coordinates of the unactuated base (6 for a floating base, else 0).
         zero_range_joints: revolute or prismatic joints whose URDF gives equal lower and upper
             limits; their position limits are removed (the module docstring).
+        mimic_joints: the URDF's `<mimic>` joints (both joints actuated), which a joint state
+            may leave out (:class:`JointStateMapping`).
     """
 
-    def __init__(self, model: pin.Model, floating_base: bool) -> None:
+    def __init__(
+        self, model: pin.Model, floating_base: bool, mimic_joints: Sequence[MimicJoint] = ()
+    ) -> None:
         self.model = model
         self.floating_base = floating_base
         self.name = model.name
@@ -107,6 +117,12 @@ class RobotModel:
         self._v_actuated = _as_index(tables.v)
         #: Joints whose URDF limits are equal (lower = upper), taken as unlimited.
         self.zero_range_joints = _unlimit_zero_ranges(model, tables, self.joint_names)
+        #: URDF `<mimic>` joints between actuated joints (`wbc_control.model.mimic_joints`).
+        self.mimic_joints = tuple(
+            mimic
+            for mimic in mimic_joints
+            if mimic.joint in self.joint_names and mimic.master in self.joint_names
+        )
 
     @classmethod
     def from_urdf_string(cls, urdf_xml: str, floating_base: bool = False) -> 'RobotModel':
@@ -120,7 +136,7 @@ class RobotModel:
                 model = pin.buildModelFromXML(urdf_xml)
         except (RuntimeError, ValueError) as error:
             raise ModelError(f'cannot parse the URDF: {error}') from error
-        return cls(model, floating_base)
+        return cls(model, floating_base, urdf_mimic_joints(urdf_xml))
 
     @classmethod
     def from_urdf_path(cls, path: str | Path, floating_base: bool = False) -> 'RobotModel':
@@ -301,15 +317,18 @@ class JointStateMapping:
     """Maps a JointState's name list onto the model's actuated joints (any order, extras ok).
 
     The permutation is computed once per distinct name list and reused, so the per-message cost
-    is one fancy-indexing gather.
+    is one fancy-indexing gather. A URDF `<mimic>` joint the message leaves out is gathered from
+    its master's entry, then mapped by the returned :class:`FilledMimics`.
     """
 
     def __init__(self, robot: RobotModel) -> None:
         self._robot = robot
-        self._cache: dict[tuple[str, ...], np.ndarray] = {}
+        self._cache: dict[tuple[str, ...], tuple[np.ndarray, FilledMimics | None]] = {}
 
-    def message_indices(self, names: Sequence[str]) -> np.ndarray:
-        """Index into the message arrays for each actuated joint, in model order.
+    def message_indices(self, names: Sequence[str]) -> tuple[np.ndarray, FilledMimics | None]:
+        """Index into the message arrays per actuated joint, and the mimic joints to fill.
+
+        In model order; the fill is None when the message has every joint.
 
         Raises:
             MissingJoints: if the message lacks some of the model's joints (lists them).
@@ -322,11 +341,14 @@ class JointStateMapping:
         if len(set(key)) != len(key):
             raise InvalidShape('joint_states has duplicate joint names')
         lookup = {name: i for i, name in enumerate(key)}
-        missing = [name for name in self._robot.joint_names if name not in lookup]
+        joint_names = self._robot.joint_names
+        absent = [name for name in joint_names if name not in lookup]
+        fill, masters = filled_mimics(self._robot.mimic_joints, absent, joint_names)
+        missing = [name for name in absent if masters.get(name) not in lookup]
         if missing:
             raise MissingJoints(missing)
-        indices = np.array([lookup[name] for name in self._robot.joint_names], dtype=int)
+        indices = np.array([lookup[masters.get(name, name)] for name in joint_names], dtype=int)
         if len(self._cache) > 16:
             self._cache.clear()
-        self._cache[key] = indices
-        return indices
+        self._cache[key] = indices, fill
+        return indices, fill
