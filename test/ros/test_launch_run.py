@@ -144,6 +144,58 @@ def test_sim_launch_with_a_urdf_lacking_the_commanded_joints_stops(distro, real_
     assert re.search(r'FATAL.*panda_joint1', output), output
 
 
+#: A robot without a shipped config: example-robot-data's UR5, as a user would describe it.
+UR5_CONTROLLER = """/**:
+  ros__parameters:
+    torque_rate_limit: 1000.0
+    task_names: [tool, posture]
+    tasks:
+      tool:
+        type: frame_position
+        frame: tool0
+        kp: 100.0
+        target: [0.3, 0.2, 0.5]
+      posture:
+        type: joint_posture
+        priority: 1
+        kp: 25.0
+"""
+UR5_SIM = """/**:
+  ros__parameters:
+    lockstep: true
+    control_period: 0.002
+    initial_positions: [0.0, -1.2, 1.5, -1.9, -1.57, 0.0]
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('distro', SOURCES[-1:])
+def test_sim_launch_runs_a_users_robot_from_its_own_files(distro, real_prefix, tmp_path) -> None:
+    urdf, _ = example_robot_urdf('ur5')
+    (tmp_path / 'ur5_controller.yaml').write_text(UR5_CONTROLLER)
+    (tmp_path / 'ur5_sim.yaml').write_text(UR5_SIM)
+    arguments = [
+        f'urdf_path:={urdf}',
+        f'controller_params:={tmp_path / "ur5_controller.yaml"}',
+        f'sim_params:={tmp_path / "ur5_sim.yaml"}',
+        'floating_base:=false',
+        'namespace:=/ur5',
+    ]
+    command = launch_command(distro, real_prefix, 'wbc_sim.launch.py', *arguments)
+    with LaunchRun(command) as run:
+        assert_torques_then_clean_exit(run, '/ur5/effort_controller/commands', 6)
+
+
+@pytest.mark.parametrize('distro', SOURCES[-1:])
+def test_sim_launch_refuses_a_missing_params_file_in_one_line(distro, stub_prefix):
+    prefix, _ = stub_prefix
+    command = launch_command(
+        distro, prefix, 'wbc_sim.launch.py', 'controller_params:=/nonexistent/c.yaml'
+    )
+    code, output = run_to_end(command)
+    one_line_failure(code, output, r'controller_params:=/nonexistent/c.yaml: no such file')
+
+
 def stub_records(log: Path, executable: str) -> list[tuple[str, list[dict]]]:
     """(arguments, parameter files) of every run of a stub executable."""
     records = []
