@@ -17,7 +17,7 @@ from ros_support import RosProbe
 from std_msgs.msg import Float64MultiArray
 import yaml
 
-from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.example_robots import example_robot_urdf, robots_directory
 
 SOURCES = launch_sources()
 # A few seconds on an idle machine; generous for a loaded CI runner.
@@ -227,6 +227,27 @@ def test_control_launch_starts_both_nodes(distro, stub_prefix, namespace):
         assert node_parameters(params)['urdf_path'] == urdf
     controller = node_parameters(stub_records(log, 'wbc_controller')[0][1])
     assert controller['task_names'] == ['hand', 'posture']
+
+
+@pytest.mark.parametrize('distro', SOURCES[-1:])
+def test_sim_launch_gives_every_node_the_users_files_and_base(distro, stub_prefix, tmp_path):
+    """A legged robot of the user's: floating_base:=true reaches all three nodes."""
+    prefix, log = stub_prefix
+    files = {}
+    for node in ('controller', 'sim', 'diagnostics'):
+        files[node] = tmp_path / f'{node}.yaml'
+        files[node].write_text(f'/**:\n  ros__parameters:\n    mine_{node}: true\n')
+    urdf = str(robots_directory() / 'go1_description/urdf/go1.urdf')
+    arguments = [f'urdf_path:={urdf}', 'floating_base:=true']
+    arguments += [f'{node}_params:={path}' for node, path in files.items()]
+    code, output = run_to_end(launch_command(distro, prefix, 'wbc_sim.launch.py', *arguments))
+    assert code == 0 and 'LAUNCH RC 0' in output, output
+    for node, short in (('wbc_controller', 'controller'), ('wbc_sim', 'sim')):
+        parameters = node_parameters(stub_records(log, node)[0][1])
+        assert parameters[f'mine_{short}'] is True and parameters['floating_base'] is True
+        assert parameters['urdf_path'] == urdf
+    diagnostics = node_parameters(stub_records(log, 'wbc_diagnostics')[0][1])
+    assert diagnostics['mine_diagnostics'] is True
 
 
 @pytest.mark.parametrize('distro', SOURCES)
