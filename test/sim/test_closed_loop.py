@@ -75,7 +75,8 @@ class PandaLoop:
         )
 
     def _on_state(self, message: JointState) -> None:
-        positions = np.asarray(message.position)[self.mapping.message_indices(message.name)]
+        index, _ = self.mapping.message_indices(message.name)  # the simulator sends every joint
+        positions = np.asarray(message.position)[index]
         self.state.update(self.panda.configuration(positions), np.zeros(self.panda.nv))
         self.times.append(message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec)
         self.placements.append(self.state.frame_placement(self.frame).copy())
