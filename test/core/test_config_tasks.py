@@ -12,6 +12,7 @@ from panda_example import (
     ready_state,
 )
 import pytest
+from robots import robot
 
 from wbc_control.config.settings import parse_controller_settings
 from wbc_control.config.tasks import (
@@ -90,6 +91,11 @@ def test_integer_values_from_yaml_are_accepted():
         ({'type': 'frame_pose', 'kp': 1.0}, InvalidTaskConfig, ['tasks.t.frame', 'needs a frame']),
         ({**HAND, 'frame': 'hand'}, FrameNotFound, ['tasks.t.frame', "'hand'", 'panda_hand']),
         ({**HAND, 'frame': 3}, InvalidValue, ['tasks.t.frame', 'string']),
+        (
+            {**HAND, 'frame': 'panda_link0'},
+            InvalidTaskConfig,
+            ['tasks.t.frame', "'panda_link0' is fixed to the world"],
+        ),
         ({'type': 'com', 'frame': 'panda_hand', 'kp': 1.0}, InvalidTaskConfig, ['takes no frame']),
         ({**HAND, 'axis': [0, 0, 1]}, InvalidTaskConfig, ['takes no axis']),
         ({**HAND, 'priority': -1}, InvalidValue, ['tasks.t.priority', '>= 0']),
@@ -144,6 +150,15 @@ def test_unknown_frame_lists_the_frames_of_the_model():
     assert raised.value.name == 'gripper'
     assert 'panda_hand' in raised.value.available
     assert str(raised.value).startswith('tasks.hand.frame: ')
+
+
+def test_a_floating_base_frame_moves_with_the_base():
+    """Only frames welded to the world are refused: Talos's base link moves with its base."""
+    talos = robot('talos')
+    spec = parse_task(
+        talos, 'torso', {'type': 'frame_orientation', 'frame': 'base_link', 'kp': 1.0}
+    )
+    assert spec.options['frame'] == 'base_link'
 
 
 def test_posture_target_outside_the_joint_limits_names_the_joint():

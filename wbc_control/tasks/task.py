@@ -304,10 +304,19 @@ class Task(ABC):
 
 
 def parse_frame(robot: 'RobotModel', task_type: str, value: object) -> str:
-    """The frame of a frame task; FrameNotFound lists the model's frames."""
+    """The frame of a frame task; FrameNotFound lists the model's frames.
+
+    Raises:
+        InvalidTaskConfig: no frame, or one no joint moves (welded to the world: on a fixed
+            base the root link and the links fixed to it), which a task could never move.
+    """
     if value is None or value == '':
         raise InvalidTaskConfig(f'a {task_type} task needs a frame')
     if not isinstance(value, str):
         raise InvalidValue(f'frame must be a string, got {value!r}')
-    robot.frame_id(value)
+    if robot.model.frames[robot.frame_id(value)].parentJoint == 0:
+        raise InvalidTaskConfig(
+            f"{task_type} task: frame '{value}' is fixed to the world (no joint moves it), so "
+            'the task could never move it'
+        )
     return value
