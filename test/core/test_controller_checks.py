@@ -10,6 +10,7 @@ from wbc_control.control.controller_checks import (
     clipping_tasks,
     contacts_check,
     inputs_check,
+    out_of_reach_tasks,
     tasks_check,
     torques_check,
 )
@@ -125,6 +126,30 @@ def test_tasks_that_clip_their_error_are_named_and_warned():
     assert warn.values['clipping_tasks'] == 'hand'
     controller.task('hand').set_max_error(0.0)
     assert clipping_tasks(controller, statistics) == []
+
+
+def test_a_target_out_of_reach_is_named_with_the_distance_and_warned():
+    """The Panda's hand can be 0.986 m from joint 1 at most (wbc_control.model.reach)."""
+    panda = robot('panda')
+    tasks = {'hand': {'type': 'frame_pose', 'frame': 'panda_hand', 'kp': 10.0}}
+    tasks['hand']['target'] = [1.5, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]
+    controller = PrioritizedController(
+        panda, build_entries(panda, parse_tasks(panda, ['hand'], tasks))
+    )
+    state = RobotState(panda)
+    state.update(panda.neutral_configuration(), np.zeros(9))
+    statistics = TickStatistics(9, now=0.0)
+    statistics.tick(controller.compute(state), NONE, NONE, 0.001)
+    far = out_of_reach_tasks(controller)
+    assert far == {'hand': 'hand target 1.51 m from panda_joint1, which reaches 0.986 m at most'}
+    warn = tasks_check(statistics, [], far)
+    assert (
+        warn.severity is Severity.WARN
+        and 'target out of reach: hand target 1.51 m' in warn.summary
+    )
+    assert warn.values['out_of_reach_tasks'] == 'hand'
+    controller.task('hand').set_target([0.5, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0])
+    assert out_of_reach_tasks(controller) == {}
 
 
 def test_joints_at_the_limit_wall_and_scaled_tasks_are_reported():

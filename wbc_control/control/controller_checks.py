@@ -6,7 +6,7 @@ Four checks, as /diagnostics publishes them ("<node>: tasks", "inputs", "torques
 formats it.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -58,14 +58,42 @@ def clipping_tasks(controller: PrioritizedController, statistics: TickStatistics
     ]
 
 
-def tasks_check(statistics: TickStatistics, clipping: Sequence[str] = ()) -> Check:
-    """Per-task errors and each level's conditioning; WARN near a singularity or clipping.
+def out_of_reach_tasks(controller: PrioritizedController) -> dict[str, str]:
+    """Tasks whose target point no configuration reaches, each with why (fixed base only).
 
-    A level with directions lost to a singularity (the exact singularity included: counted
-    against the level's generic rank) or damped is named with their number.
+    The bound of `wbc_control.model.reach`: towards such a target the arm does not come to
+    rest (docs/safety.md, targets out of reach).
+    """
+    found = {}
+    for entry in controller.entries:
+        task = entry.task
+        beyond = task.beyond_reach()
+        if beyond > 0.0:
+            reach = task.reach
+            found[entry.name] = (
+                f'{entry.name} target {beyond + reach.radius:.3g} m from {reach.joint}, which '
+                f'reaches {reach.radius:.3g} m at most'
+            )
+    return found
+
+
+def tasks_check(
+    statistics: TickStatistics,
+    clipping: Sequence[str] = (),
+    out_of_reach: Mapping[str, str] | None = None,
+) -> Check:
+    """Per-task errors and each level's conditioning; WARN on a singularity, clipping, reach.
+
+    The reach is `out_of_reach_tasks`'. A level with directions lost to a singularity (the
+    exact singularity included: counted against the level's generic rank) or damped is named
+    with their number.
     """
     result = statistics.result
-    values: dict[str, object] = {'clipping_tasks': ','.join(clipping)}
+    out_of_reach = out_of_reach or {}
+    values: dict[str, object] = {
+        'clipping_tasks': ','.join(clipping),
+        'out_of_reach_tasks': ','.join(out_of_reach),
+    }
     if result is not None:
         values |= {f'{task.name}.error_norm': task.error_norm for task in result.tasks}
         for level in result.levels:
@@ -87,6 +115,8 @@ def tasks_check(statistics: TickStatistics, clipping: Sequence[str] = ()) -> Che
     ]
     if clipping:
         problems.append(f'error clipped to max_error: {", ".join(clipping)}')
+    if out_of_reach:
+        problems.append(f'target out of reach: {"; ".join(out_of_reach.values())}')
     if problems:
         return Check(Severity.WARN, '; '.join(problems), values)
     summary = f'{len(result.tasks)} task(s) on {len(result.levels)} level(s), well conditioned'

@@ -86,7 +86,7 @@ class ControllerNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.add_post_set_parameters_callback(self._on_parameters_set)
         self.get_logger().info(self._startup_summary())
-        for warning in status.model_warnings(robot):
+        for warning in status.startup_warnings(self._loop.controller):
             self.get_logger().warning(warning)
 
     def _create_interfaces(self) -> None:

@@ -18,7 +18,6 @@ from wbc_control.control import controller_checks as checks
 from wbc_control.control.controller_checks import Check, Severity
 from wbc_control.control.controller_loop import ControllerLoop
 from wbc_control.control.prioritized_controller import PrioritizedController
-from wbc_control.model.robot_model import RobotModel
 
 _LEVELS = {
     Severity.OK: DiagnosticStatus.OK,
@@ -79,8 +78,9 @@ def controller_checks(
         settings.odom_pairing if floating else None,
     )
     clipping = checks.clipping_tasks(loop.controller, statistics)
+    out_of_reach = checks.out_of_reach_tasks(loop.controller)
     found = {
-        'tasks': checks.tasks_check(statistics, clipping),
+        'tasks': checks.tasks_check(statistics, clipping, out_of_reach),
         'inputs': checks.inputs_check(statistics, inputs),
         'torques': checks.torques_check(statistics, robot.joint_names, settings.stale_command),
     }
@@ -99,16 +99,20 @@ def waited(age: float | None, digits: int, joint_topic: str, odom_topic: str | N
     return f'{waiting} on {topics}'
 
 
-def model_warnings(robot: RobotModel) -> list[str]:
-    """Start-up warnings on how the URDF is read where it differs from its face value."""
-    if not robot.zero_range_joints:
-        return []
-    joints = ', '.join(robot.zero_range_joints)
-    return [
-        f'the URDF gives {joints} equal lower and upper position limits: taken as unlimited '
-        '(no joint-limit walls, no position check on joint states), as MuJoCo takes them; '
-        'write their real limits into the URDF'
-    ]
+def startup_warnings(controller: PrioritizedController) -> list[str]:
+    """Start-up warnings: the URDF read differently from its face value, targets out of reach."""
+    warnings = []
+    robot = controller.robot
+    if robot.zero_range_joints:
+        joints = ', '.join(robot.zero_range_joints)
+        warnings.append(
+            f'the URDF gives {joints} equal lower and upper position limits: taken as '
+            'unlimited (no joint-limit walls, no position check on joint states), as MuJoCo '
+            'takes them; write their real limits into the URDF'
+        )
+    for why in checks.out_of_reach_tasks(controller).values():
+        warnings.append(f'target out of reach, the arm will not come to rest: {why}')
+    return warnings
 
 
 def startup_summary(

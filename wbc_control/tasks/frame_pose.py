@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
+from wbc_control.model.reach import frame_reach
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.frame_orientation import (
@@ -61,6 +62,7 @@ class FramePoseTask(Task):
         super().__init__(6, PDGains.create(kp, kd, 6, groups=(3, 3)))
         self.frame = frame
         self.frame_id = robot.frame_id(frame)
+        self.reach = frame_reach(robot, self.frame_id)
         self.set_target(target)
 
     @classmethod
@@ -117,6 +119,10 @@ class FramePoseTask(Task):
         linear = LinearReference(linear.position, twist[:3], acceleration[:3])
         angular = AngularReference(angular.rotation, twist[3:], acceleration[3:])
         self.references = PoseReference(linear, angular, twist, acceleration)
+
+    def target_point(self) -> np.ndarray:
+        """The target position."""
+        return self.references.linear.position
 
     def reference_sample(self) -> ReferenceSample:
         """A position, a rotation, and the twist and its derivative stacked (linear, angular)."""

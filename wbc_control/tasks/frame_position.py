@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
+from wbc_control.model.reach import frame_reach
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import (
@@ -186,6 +187,7 @@ class FramePositionTask(LinearTarget, Task):
         self.frame = frame
         self.frame_id = robot.frame_id(frame)
         self.reference = LinearReference.create(target)
+        self.reach = frame_reach(robot, self.frame_id)
 
     @property
     def gains_size(self) -> int:
@@ -215,6 +217,10 @@ class FramePositionTask(LinearTarget, Task):
             raise InvalidShape(f'axis needs 3 values, got {vector.size}')
         constrained_directions(constraint, vector)
         return as_axis_vector(vector, 3, 'axis')
+
+    def target_point(self) -> np.ndarray | None:
+        """The target point (None for a line or a plane, which may pass within reach)."""
+        return self.reference.position if self.target_set is TargetSet.POINT else None
 
     def target_from_state(self, state: RobotState) -> np.ndarray:
         """The frame origin now (for a line or plane: a point on it)."""

@@ -44,6 +44,7 @@ from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.pd_law import PDGains, as_axis_vector, check_max_error
 
 if TYPE_CHECKING:
+    from wbc_control.model.reach import Reach
     from wbc_control.model.robot_model import RobotModel
 
 __all__ = [
@@ -130,6 +131,8 @@ class Task(ABC):
     jacobian_columns: slice | np.ndarray | None = None
     MESSAGE: ClassVar[str] = 'point'
     TRAJECTORY: ClassVar[str] = 'linear'
+    #: Where the task's frame can be (fixed base, `wbc_control.model.reach`); None: no bound.
+    reach: 'Reach | None' = None
 
     def __init__(self, dim: int, gains: PDGains) -> None:
         cls = type(self)
@@ -147,6 +150,17 @@ class Task(ABC):
     def gains(self) -> PDGains:
         """The gains in force."""
         return self._gains
+
+    def target_point(self) -> np.ndarray | None:
+        """The point the task drives its frame to now, `(3,)`, for the reach check; None: none."""
+        return None
+
+    def beyond_reach(self) -> float:
+        """How far the target point lies beyond the frame's reach (m; <= 0 or nan: within)."""
+        point = self.target_point()
+        if point is None or self.reach is None:
+            return float('nan')
+        return self.reach.beyond(point)
 
     def set_gains(self, kp: npt.ArrayLike, kd: npt.ArrayLike | None = None) -> None:
         """Replace both gains at once (the maximum error stays); on error the old gains stay."""
