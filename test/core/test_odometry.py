@@ -86,6 +86,23 @@ def test_stamp_ticks_once_per_stamp_whichever_message_comes_second(joints_first)
     ]
 
 
+def test_after_the_watchdog_expired_a_re_sent_stamp_ticks_again():
+    """wbc_sim holding its first state re-sends it (stamp 0) until a command answers it.
+
+    If that command was lost, only a second tick on the re-send breaks the wait on both sides.
+    """
+    pairing = StatePairing('stamp', timeout_s=0.1)
+    pairing.add_joints(joints(0.0), now_s=0.0)
+    assert pairing.add_base(base(0.0), now_s=0.0) is not None
+    assert pairing.add_joints(joints(0.0), now_s=0.1) is None
+    assert pairing.add_base(base(0.0), now_s=0.1) is None
+    pairing.stale()
+    # The odometry of that stamp is at hand: the re-sent joint state ticks with it, once.
+    assert pairing.add_joints(joints(0.0), now_s=0.2).joints.stamp_s == 0.0
+    assert pairing.add_base(base(0.0), now_s=0.2) is None
+    assert pairing.add_joints(joints(0.0), now_s=0.3) is None
+
+
 def test_stamp_waits_for_the_matching_odometry():
     pairing = StatePairing('stamp', timeout_s=0.1)
     pairing.add_base(base(1.0), now_s=0.0)

@@ -130,6 +130,30 @@ def test_stamp_pairing_ticks_once_with_the_odometry_of_the_same_stamp(local):
     assert float(contacts['base_wrench_residual']) < 1e-6
 
 
+def test_a_held_first_state_is_answered_again_once_the_watchdog_expired(local, monkeypatch):
+    """A simulator holding its first state (stamp 0) is answered again after a stale period.
+
+    wbc_sim with `hold_until_commanded` re-sends that state until a non-zero command arrives.
+    If the answer to it was lost (DDS had not matched the simulator yet, on a loaded machine),
+    the controller answered nothing more and both waited for ever (a launch test under load:
+    700 zero commands in 45 s).
+    """
+    node, published = local(solo_parameters(), clock_s=0.0)
+    node._on_joint_state(solo_joint_state(0.0))
+    node._on_odom(odometry(0.0))
+    assert len(published) == 1 and np.any(published[0])  # this answer is lost
+    node._on_joint_state(solo_joint_state(0.0))
+    node._on_odom(odometry(0.0))
+    assert len(published) == 1  # a re-send: no second tick while the first is fresh
+    later = time.monotonic() + 10.0
+    monkeypatch.setattr(time, 'monotonic', lambda: later)  # the clock stands; wall time runs
+    node._on_watchdog()
+    assert len(published) == 2 and not np.any(published[1])  # the zero safe command
+    node._on_joint_state(solo_joint_state(0.0))
+    node._on_odom(odometry(0.0))
+    assert len(published) == 3 and np.any(published[2])  # answered again
+
+
 def test_latest_pairing_needs_fresh_odometry(local):
     parameters = solo_parameters(odom_pairing='latest', joint_state_timeout=0.05)
     node, published = local(parameters, clock_s=100.0)

@@ -11,9 +11,13 @@ topics, so the controller must decide which joint state goes with which odometry
   state estimator publishes at its own rate. A joint state without fresh odometry does not
   tick: the watchdog's safe command takes over, exactly as for stale joint states.
 - ``stamp``: a joint state ticks with the odometry of the *same* header stamp, whichever of
-  the two arrives second, and each stamp ticks at most once. Suits sources that publish both
-  per step with one stamp, such as `wbc_sim` and most simulators; it is deterministic whatever
-  order DDS delivers the two messages in.
+  the two arrives second, and each stamp ticks at most once until the watchdog expires
+  (:meth:`StatePairing.stale`). Suits sources that publish both per step with one stamp, such
+  as `wbc_sim` and most simulators; it is deterministic whatever order DDS delivers the two
+  messages in. The exception: `wbc_sim` holding its first state (`hold_until_commanded`)
+  re-sends it, stamp 0, until a non-zero command arrives; if the command that answered it was
+  lost (published before DDS had matched the simulator's subscription, on a loaded machine),
+  the re-sent pair must tick again, or simulator and controller wait on each other for ever.
 """
 
 from collections.abc import Sequence
@@ -135,6 +139,10 @@ class StatePairing:
         self._base_received_s = -math.inf
         self._waiting: JointSample | None = None  # `stamp`: a joint state awaiting its odometry
         self._ticked_stamp_s = math.nan  # `stamp`: the last stamp that ticked
+
+    def stale(self) -> None:
+        """The watchdog expired: the last stamp that ticked may tick again (module docstring)."""
+        self._ticked_stamp_s = math.nan
 
     def base_age(self, now_s: float) -> float | None:
         """Seconds since the newest odometry arrived (None before the first)."""

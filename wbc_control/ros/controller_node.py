@@ -258,6 +258,7 @@ class ControllerNode(Node):
             waited = self._waited(self._loop.state_age(now.nanoseconds * 1e-9), 3)
             kind = self._settings.stale_command
             self.get_logger().warning(f'{waited}: publishing the {kind} safe command')
+            self._pairing.stale()
         self._publish(self._loop.safe_torque(), now)
 
     def _waited(self, age: float | None, digits: int) -> str:
