@@ -1,6 +1,7 @@
 """Shared pytest set-up: an isolated DDS domain per test session, on loopback only."""
 
 import fcntl
+import logging
 import os
 from pathlib import Path
 import tempfile
@@ -37,6 +38,15 @@ if 'ROS_DOMAIN_ID' not in os.environ:
     os.environ['ROS_DOMAIN_ID'] = str(_reserve_domain())
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+
+# MuJoCo's warnings into the log pytest captures (shown with a failing test's output), not into
+# MUJOCO_LOG.TXT in the working directory, from where a commit picks it up.
+try:
+    from wbc_control.sim.mujoco_warnings import route_warnings
+except ImportError:  # mujoco, an optional dependency, is not installed
+    pass
+else:
+    route_warnings(logging.getLogger('mujoco').warning)
 
 # Tests whose optional dependencies are missing are skipped with the reason.
 from optional_dependencies import (  # noqa: E402, F401

@@ -52,18 +52,23 @@ class NodeProcess:
         parameters: dict | None = None,
         node_name: str | None = None,
         extra_args: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
         args = [executable(script), '--ros-args']
         if parameters:
             args += ['--params-file', str(write_params(node_name or script, parameters))]
         args += extra_args or []
-        self.args = args
+        self.args, self.cwd = args, cwd
         self.process: subprocess.Popen | None = None
         self._log = tempfile.NamedTemporaryFile('w+', suffix='.log', delete=False)
 
     def __enter__(self) -> 'NodeProcess':
         self.process = subprocess.Popen(
-            self.args, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy()
+            self.args,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=os.environ.copy(),
+            cwd=self.cwd,
         )
         return self
 

@@ -1,6 +1,7 @@
 """`wbc_sim` over real DDS: topics, lock-step semantics, bad commands, start-up and shutdown."""
 
 from collections.abc import Iterator
+from pathlib import Path
 import signal
 import time
 
@@ -324,6 +325,26 @@ def test_a_model_mujoco_refuses_exits_non_zero_with_its_reason() -> None:
     assert code != 0
     assert 'cannot build the MuJoCo model' in output and 'mass' in output
     assert 'Traceback' not in output
+
+
+#: A joint whose limits are equal: MuJoCo compiles it with a warning (limit ignored).
+EQUAL_LIMITS_URDF = """<robot name="equal_limits"><link name="base"/>
+  <link name="arm"><inertial><mass value="1"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 0 1"/><limit lower="0" upper="0" effort="1" velocity="1"/></joint></robot>"""
+
+
+def test_mujoco_warnings_are_logged_not_written_to_a_file(probe: RosProbe, tmp_path: Path) -> None:
+    """MuJoCo's own warning reaches the node's log; no MUJOCO_LOG.TXT where it was started."""
+    line = "MuJoCo: joint 'hinge' has equal lower and upper limits, limit ignored"
+    states = probe.subscribe(JointState, 'joint_states')
+    parameters = {'robot_description': EQUAL_LIMITS_URDF}
+    with NodeProcess('wbc_sim', parameters, cwd=tmp_path) as sim:
+        assert probe.spin_until(lambda: len(states) > 0, START_TIMEOUT_S), sim.output()
+        output = sim.output()
+    assert line in output, output
+    assert not (tmp_path / 'MUJOCO_LOG.TXT').exists()
 
 
 def test_unknown_parameter_exits_non_zero_naming_the_closest() -> None:

@@ -50,6 +50,7 @@ from wbc_control.ros.runtime import (
     run_node,
 )
 from wbc_control.sim.command_input import CommandRejected, RealTimePacer, TorqueCommandInput
+from wbc_control.sim.mujoco_warnings import route_warnings, warning_key
 from wbc_control.sim.settings import sim_settings
 from wbc_control.sim.simulation import MujocoSimulation
 from wbc_control.sim.urdf_to_mujoco import build_mujoco_robot
@@ -68,6 +69,8 @@ class SimNode(Node):
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
         self._viewer: Viewer | None = None  # destroy_node runs after a failed start as well
+        # MuJoCo's warnings into this node's log, not into MUJOCO_LOG.TXT where it was started.
+        self._other_mujoco_warnings = route_warnings(self._on_mujoco_warning)
         self._schema = load_schema(NODE_NAME)
         # Lines on per-command and per-step paths: rclpy's throttle costs more than a step.
         self._throttled = ThrottledLog(self.get_logger(), 1.0)
@@ -144,7 +147,11 @@ class SimNode(Node):
         if self._viewer is not None:
             self._viewer.close()
             self._viewer = None
+        route_warnings(self._other_mujoco_warnings)
         super().destroy_node()
+
+    def _on_mujoco_warning(self, text: str) -> None:
+        self._throttled.warning(f'mujoco.{warning_key(text)}', f'MuJoCo: {text}')
 
     def _build_simulation(self, source: RobotSource) -> MujocoSimulation:
         robot = source.robot
