@@ -108,11 +108,10 @@ def test_contacts_check_reports_pulling_feet():
     assert contacts_check(TickStatistics(12, 0.0), 0.7).severity is Severity.WARN
 
 
-def test_tasks_that_clip_their_error_are_named_and_warned():
+def ticked_panda_hand(**hand) -> tuple[PrioritizedController, TickStatistics]:
+    """A Panda controller with the one task `hand` (kp 10), after one tick at the neutral pose."""
     panda = robot('panda')
-    tasks = {'hand': {'type': 'frame_position', 'frame': 'panda_hand', 'kp': 10.0}}
-    tasks['hand']['target'] = [5.0, 0.0, 0.5]
-    tasks['hand']['max_error'] = 0.1
+    tasks = {'hand': {'frame': 'panda_hand', 'kp': 10.0, **hand}}
     controller = PrioritizedController(
         panda, build_entries(panda, parse_tasks(panda, ['hand'], tasks))
     )
@@ -120,6 +119,13 @@ def test_tasks_that_clip_their_error_are_named_and_warned():
     state.update(panda.neutral_configuration(), np.zeros(9))
     statistics = TickStatistics(9, now=0.0)
     statistics.tick(controller.compute(state), NONE, NONE, 0.001)
+    return controller, statistics
+
+
+def test_tasks_that_clip_their_error_are_named_and_warned():
+    controller, statistics = ticked_panda_hand(
+        type='frame_position', target=[5.0, 0.0, 0.5], max_error=0.1
+    )
     assert clipping_tasks(controller, statistics) == ['hand']
     warn = tasks_check(statistics, ['hand'])
     assert warn.severity is Severity.WARN and 'clipped to max_error: hand' in warn.summary
@@ -130,16 +136,9 @@ def test_tasks_that_clip_their_error_are_named_and_warned():
 
 def test_a_target_out_of_reach_is_named_with_the_distance_and_warned():
     """The Panda's hand can be 0.986 m from joint 1 at most (wbc_control.model.reach)."""
-    panda = robot('panda')
-    tasks = {'hand': {'type': 'frame_pose', 'frame': 'panda_hand', 'kp': 10.0}}
-    tasks['hand']['target'] = [1.5, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]
-    controller = PrioritizedController(
-        panda, build_entries(panda, parse_tasks(panda, ['hand'], tasks))
+    controller, statistics = ticked_panda_hand(
+        type='frame_pose', target=[1.5, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]
     )
-    state = RobotState(panda)
-    state.update(panda.neutral_configuration(), np.zeros(9))
-    statistics = TickStatistics(9, now=0.0)
-    statistics.tick(controller.compute(state), NONE, NONE, 0.001)
     far = out_of_reach_tasks(controller)
     assert far == {'hand': 'hand target 1.51 m from panda_joint1, which reaches 0.986 m at most'}
     warn = tasks_check(statistics, [], far)
