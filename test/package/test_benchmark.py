@@ -6,6 +6,7 @@ known cost at that cost.
 
 import json
 import math
+import os
 from pathlib import Path
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from wbc_control import benchmark
+from wbc_control import benchmark, cpu_latency
 from wbc_control.benchmark import dds
 from wbc_control.benchmark.conditioning_cost import conditioning_section
 from wbc_control.benchmark.dds import match_commands
@@ -233,6 +234,30 @@ def test_main_writes_every_section_to_json(tmp_path, capsys):
     assert statuses <= {'PASS', 'MISS', 'SKIPPED'}
     for row in results['targets']:
         assert row['value'] is None or math.isfinite(row['value'])
+
+
+def test_a_cpu_latency_request_is_held_for_the_run_and_recorded(tmp_path, capsys, monkeypatch):
+    """--cpu-dma-latency holds the request while the figures are taken, and says so."""
+    held = []
+    measure = benchmark.cli._measure
+    monkeypatch.setattr(
+        benchmark.cli,
+        '_measure',
+        lambda arguments: held.append(cpu_latency.current_latency_us()) or measure(arguments),
+    )
+    output = tmp_path / 'bench.json'
+    argv = ['--robot', 'panda', '--ticks', '10', '--skip-dds', '--skip-conditioning']
+    if not os.access(cpu_latency.DEVICE, os.W_OK):  # the request cannot be made: a named error
+        assert benchmark.main([*argv, '--cpu-dma-latency', '0']) == 1
+        assert 'cannot open /dev/cpu_dma_latency' in capsys.readouterr().err
+        return
+    before = cpu_latency.current_latency_us()
+    assert benchmark.main([*argv, '--cpu-dma-latency', '0', '--json', str(output)]) == 0
+    assert held == [0]
+    assert json.loads(output.read_text())['meta']['cpu_dma_latency_us'] == 0
+    assert cpu_latency.current_latency_us() == before  # released after the run
+    with pytest.raises(SystemExit):
+        benchmark.cli.parse_arguments(['--cpu-dma-latency', '-1'])
 
 
 def dds_rate(rate_hz: float) -> dict:

@@ -4,6 +4,8 @@ The nodes are built in the test process and never spun; a test calls their callb
 reads what they would publish.
 """
 
+import os
+
 from controller_support import (
     COMMON,
     JOINTS,
@@ -24,6 +26,7 @@ import pinocchio as pin
 import pytest
 from robots import robot
 
+from wbc_control import cpu_latency
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_state import RobotState
@@ -229,3 +232,33 @@ def test_a_target_out_of_reach_is_named_at_start_up_and_on_diagnostics(local, ca
     tasks = node_status(node, 'tasks')
     assert tasks.level == DiagnosticStatus.WARN and 'target out of reach' in tasks.message
     assert values(tasks)['out_of_reach_tasks'] == 'hand'
+
+
+@pytest.mark.skipif(
+    not (cpu_latency.DEVICE.exists() and os.access(cpu_latency.DEVICE, os.W_OK)),
+    reason=f'{cpu_latency.DEVICE} is not writable by this user',
+)
+def test_cpu_dma_latency_is_held_while_the_node_lives(local, capfd):
+    before = cpu_latency.current_latency_us()
+    node, _ = local({**COMMON, **POSTURE, 'cpu_dma_latency': 0})
+    assert 'cpu_dma_latency: the CPUs wake within 0 µs' in capfd.readouterr().err
+    assert cpu_latency.current_latency_us() == 0
+    node.destroy_node()
+    assert cpu_latency.current_latency_us() == before
+
+
+def test_a_cpu_dma_latency_the_node_cannot_hold_is_a_warning_not_a_failure(
+    local, capfd, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(cpu_latency, 'DEVICE', tmp_path)  # a directory: not writable as a file
+    node, published = local({**COMMON, **POSTURE, 'cpu_dma_latency': 0})
+    printed = capfd.readouterr().err
+    assert f'cpu_dma_latency: cannot open {tmp_path} for writing' in printed, printed
+    assert 'the CPUs keep their idle states' in printed
+    node._on_joint_state(joint_state(JOINTS, *near_ready(22)))
+    assert len(published) == 1
+
+
+def test_no_cpu_latency_is_requested_by_default(local, capfd):
+    local({**COMMON, **POSTURE})
+    assert 'cpu_dma_latency' not in capfd.readouterr().err

@@ -6,6 +6,7 @@ the tables go to stdout.
 
 import argparse
 from collections.abc import Sequence
+from contextlib import nullcontext
 import datetime
 import json
 import os
@@ -22,6 +23,7 @@ from wbc_control.benchmark.report import evaluate_targets, format_report
 from wbc_control.benchmark.scenarios import BUILT_IN_SCENARIOS, Scenario, config_scenario
 from wbc_control.benchmark.tick import DEFAULT_TICKS, measure_ticks
 from wbc_control.blas_threads import BLAS_THREAD_VARIABLES, use_one_thread
+from wbc_control.cpu_latency import CpuLatencyRequest, CpuLatencyUnavailable
 from wbc_control.exceptions import ModelError, WbcError
 from wbc_control.model.example_robots import EXAMPLE_ROBOTS
 
@@ -79,9 +81,18 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         '--domain-id', type=int, help='ROS domain of the DDS run (default: random)'
     )
+    parser.add_argument(
+        '--cpu-dma-latency',
+        type=int,
+        metavar='US',
+        help="hold the CPUs' wake-up latency at US µs for the whole run (0: idle CPUs poll; "
+        "needs write access to /dev/cpu_dma_latency); default: the system's idle states",
+    )
     arguments = parser.parse_args(argv)
     if arguments.ticks < 1:
         parser.error('--ticks must be >= 1')
+    if arguments.cpu_dma_latency is not None and arguments.cpu_dma_latency < 0:
+        parser.error('--cpu-dma-latency must be >= 0')
     return arguments
 
 
@@ -98,9 +109,20 @@ def scenarios_from(arguments: argparse.Namespace) -> list[Scenario]:
 
 
 def run(arguments: argparse.Namespace) -> dict:
-    """Every measurement the arguments ask for, as the JSON document."""
+    """Every measurement the arguments ask for, as the JSON document.
+
+    Raises:
+        CpuLatencyUnavailable: --cpu-dma-latency asked for a request this process cannot make.
+    """
+    latency = arguments.cpu_dma_latency
+    with CpuLatencyRequest(latency) if latency is not None else nullcontext():
+        return _measure(arguments)
+
+
+def _measure(arguments: argparse.Namespace) -> dict:
     results: dict = {'meta': machine_description()}
     results['meta']['ticks'] = arguments.ticks
+    results['meta']['cpu_dma_latency_us'] = arguments.cpu_dma_latency
     results['tick'] = {
         scenario.name: measure_ticks(scenario, arguments.ticks)
         for scenario in scenarios_from(arguments)
@@ -136,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     try:
         results = run(arguments)
-    except WbcError as error:
+    except (WbcError, CpuLatencyUnavailable) as error:
         print(f'wbc_bench: {error}', file=sys.stderr)
         return 1
     print(format_report(results))

@@ -74,6 +74,8 @@ class ControllerSettings:
             (:class:`~wbc_control.control.joint_limits.JointLimits`).
         contact_transition_time: load transfer of a contact switch (s).
         task_transition_time: fade of a task switched on or off (s).
+        cpu_dma_latency: the CPU wake-up latency to hold while the node runs (µs; -1: none,
+            :mod:`wbc_control.cpu_latency`).
     """
 
     command_joints: tuple[str, ...]
@@ -99,6 +101,7 @@ class ControllerSettings:
     joint_limit_deceleration: float = 5.0
     contact_transition_time: float = 0.3
     task_transition_time: float = 0.3
+    cpu_dma_latency: int = -1
 
 
 def root_link(robot: RobotModel) -> str:
@@ -176,6 +179,7 @@ def parse_controller_settings(
             for name in ('joint_limit_margin', 'joint_limit_gain', 'joint_limit_deceleration')
         ),
     )
+    settings = replace(settings, cpu_dma_latency=int(values['cpu_dma_latency']))
     return update_settings(settings, {name: values[name] for name in LIVE_SETTINGS})
 
 

@@ -29,11 +29,13 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from wbc_control import cpu_latency
 from wbc_control.config import build_entries
 from wbc_control.config.assembly import build_inputs, build_loop
 from wbc_control.config.live import LiveUpdate, apply_live_update, plan_live_update
 from wbc_control.config.schema import load_schema
 from wbc_control.control import controller_checks as checks
+from wbc_control.cpu_latency import CpuLatencyRequest, CpuLatencyUnavailable
 from wbc_control.exceptions import WbcError
 from wbc_control.inputs.joint_states import JointSample, JointStateRejected
 from wbc_control.inputs.odometry import BaseSample, OdometryRejected
@@ -66,6 +68,7 @@ class ControllerNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(NODE_NAME, allow_undeclared_parameters=True, **kwargs)
+        self._cpu_latency: CpuLatencyRequest | None = None  # destroy_node after a failed start
         self._robot = robot = load_robot_model(self).robot
         self._schema = load_schema(NODE_NAME)
         settings, contacts, specs = declare_controller_parameters(self, robot, self._schema)
@@ -88,6 +91,31 @@ class ControllerNode(Node):
         self.get_logger().info(self._startup_summary())
         for warning in status.startup_warnings(self._loop.controller):
             self.get_logger().warning(warning)
+        self._cpu_latency = self._hold_cpu_latency(settings.cpu_dma_latency)
+
+    def _hold_cpu_latency(self, microseconds: int) -> CpuLatencyRequest | None:
+        """The wake-up latency request `cpu_dma_latency` asks for (-1: none); WARN if refused."""
+        if microseconds < 0:
+            return None
+        device = cpu_latency.DEVICE
+        try:
+            request = CpuLatencyRequest(microseconds, device)
+        except CpuLatencyUnavailable as error:
+            self.get_logger().warning(
+                f'cpu_dma_latency: {error}; the CPUs keep their idle states (give this user '
+                f'write access to {device}, or set cpu_dma_latency to -1)'
+            )
+            return None
+        self.get_logger().info(
+            f'cpu_dma_latency: the CPUs wake within {microseconds} µs while this node runs'
+        )
+        return request
+
+    def destroy_node(self) -> None:
+        """Drop the CPU latency request, then destroy the node."""
+        if self._cpu_latency is not None:
+            self._cpu_latency.release()
+        super().destroy_node()
 
     def _create_interfaces(self) -> None:
         settings = self._settings
