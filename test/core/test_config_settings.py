@@ -65,6 +65,13 @@ def test_overrides_apply_to_command_joints_in_their_order():
     npt.assert_array_equal(scalar.torque_rate_limits, np.full(9, 200.0))
 
 
+def test_cpu_dma_latency_is_off_by_default_and_takes_any_latency():
+    assert parse_controller_settings(panda(), {}).cpu_dma_latency == -1
+    for microseconds in (0, 100, 2_000_000_000):
+        settings = parse_controller_settings(panda(), {'cpu_dma_latency': microseconds})
+        assert settings.cpu_dma_latency == microseconds
+
+
 @pytest.mark.parametrize(
     'values, error, words',
     [
@@ -85,6 +92,9 @@ def test_overrides_apply_to_command_joints_in_their_order():
         ({'friction_coefficient': 'ice'}, InvalidValue, ['friction_coefficient', 'number']),
         ({'odom_pairing': 'nearest'}, InvalidValue, ['odom_pairing', 'latest, stamp']),
         ({'base_frame': ''}, InvalidValue, ['base_frame']),
+        ({'cpu_dma_latency': -2}, InvalidValue, ['cpu_dma_latency', '>= -1']),
+        ({'cpu_dma_latency': 0.5}, InvalidValue, ['cpu_dma_latency']),
+        ({'task_transition_time': 11.0}, InvalidValue, ['task_transition_time', '<= 10']),
     ],
 )
 def test_setting_errors_name_the_parameter(values, error, words):
