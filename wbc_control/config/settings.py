@@ -178,8 +178,8 @@ def parse_controller_settings(
             scalar(values[name], name)
             for name in ('joint_limit_margin', 'joint_limit_gain', 'joint_limit_deceleration')
         ),
+        cpu_dma_latency=int(values['cpu_dma_latency']),
     )
-    settings = replace(settings, cpu_dma_latency=int(values['cpu_dma_latency']))
     return update_settings(settings, {name: values[name] for name in LIVE_SETTINGS})
 
 

@@ -69,11 +69,11 @@ class SimNode(Node):
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, allow_undeclared_parameters=True, **kwargs)
         self._viewer: Viewer | None = None  # destroy_node runs after a failed start as well
+        # Lines on per-command and per-step paths: rclpy's throttle costs more than a step.
+        self._throttled = ThrottledLog(self.get_logger(), 1.0)
         # MuJoCo's warnings into this node's log, not into MUJOCO_LOG.TXT where it was started.
         self._other_mujoco_warnings = route_warnings(self._on_mujoco_warning)
         self._schema = load_schema(NODE_NAME)
-        # Lines on per-command and per-step paths: rclpy's throttle costs more than a step.
-        self._throttled = ThrottledLog(self.get_logger(), 1.0)
         source = load_robot_model(self)
         robot = source.robot
         try:
