@@ -14,6 +14,7 @@ CONSOLE_SCRIPTS = [
     'wbc_diagnostics = wbc_control.ros.entry_points:diagnostics',
     'wbc_demo = wbc_control.demo.main:main',
     'wbc_bench = wbc_control.benchmark:main',
+    'wbc_faults = wbc_control.faults.injection:main',
 ]
 
 # The ROS 2 client libraries of one distribution, as PyPI wheels. The ros-<distro>-* names are
@@ -63,6 +64,8 @@ setup(
         'sim': ['mujoco>=4', 'matplotlib', 'example-robot-data'],
         'test': [
             'pytest',
+            # `--count N` repeats tests, to hunt flaky ones.
+            'pytest-repeat',
             'hypothesis',
             'pyyaml',
             'ruff',

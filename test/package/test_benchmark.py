@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from wbc_control import benchmark, cpu_latency
-from wbc_control.benchmark import dds
+from wbc_control.benchmark import dds, tick_parts
 from wbc_control.benchmark.conditioning_cost import conditioning_section
 from wbc_control.benchmark.dds import match_commands
 from wbc_control.benchmark.report import TARGETS, evaluate_targets, format_report
@@ -35,6 +35,8 @@ from wbc_control.benchmark.tick import (
     measure_ticks,
     random_samples,
 )
+from wbc_control.benchmark.tick_parts import PARTS, parts_per_tick
+from wbc_control.control.prioritized_controller import TaskEntry
 from wbc_control.model.robot_state import RobotState
 
 REPO = Path(__file__).resolve().parents[2]
@@ -357,14 +359,59 @@ def test_the_ticks_reported_are_the_ticks_run():
     assert controller.calls == expected_calls
 
 
+class KnownCostTask:
+    """A stand-in task whose public `compute` burns a known amount of thread CPU time."""
+
+    def __init__(self, cost_us: float) -> None:
+        self.cost_ns, self.calls = int(cost_us * 1e3), 0
+
+    def compute(self, state) -> None:
+        """Spin until the cost of thread CPU time has passed."""
+        self.calls += 1
+        end = time.thread_time_ns() + self.cost_ns
+        while time.thread_time_ns() < end:
+            pass
+
+
+def test_the_tick_parts_time_the_public_calls_at_their_cost():
+    """`wbc_bench parts`: the controller's compute is 1 ms, the task terms 0.3 ms, every tick run.
+
+    Lower bounds only (wall time includes any preemption); the known costs differ, so a
+    swapped column fails.
+    """
+    scenario, controller = known_cost_scenario()
+    task = KnownCostTask(0.3 * KNOWN_COST_US)
+    controller.entries = (TaskEntry('known', task),)
+    figures = parts_per_tick(scenario, ticks=40)
+    assert set(figures) == set(PARTS)
+    assert KNOWN_COST_US <= figures['controller compute'] < figures['tick']
+    assert 0.3 * KNOWN_COST_US <= figures['task terms (beside the tick)'] < KNOWN_COST_US
+    assert 0.0 < figures['state update'] < 0.3 * KNOWN_COST_US
+    assert figures['tick'] == pytest.approx(
+        figures['state update'] + figures['controller compute']
+    )
+    assert controller.calls == task.calls == 40 + tick_parts.SAMPLES  # warm-up and timed ticks
+
+
+def test_the_tick_parts_command_prints_a_row_per_part_and_a_column_per_scenario(capsys):
+    assert benchmark.main(['parts', '--robot', 'panda', '--robot', 'talos', '--ticks', '5']) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-2:] == ['panda', 'talos']
+    for part, line in zip(PARTS, lines[1:], strict=True):
+        assert line.startswith(part)
+        assert all(float(cell) > 0.0 for cell in line[len(part) :].split())
+    with pytest.raises(SystemExit):
+        benchmark.cli.parse_arguments(['parts', '--ticks', '0'])
+
+
 def test_the_tick_profile_splits_all_the_time_by_module():
-    """tools/profile_tick.py: shares sum to 1, the recursion among them.
+    """dev/profile_tick.py: shares sum to 1, the recursion among them.
 
     The recursion's compiled level kernel (task inertia included) is no Python function: its
     time counts for prioritized_controller.py, which calls it.
     """
     done = subprocess.run(
-        [sys.executable, str(REPO / 'tools' / 'profile_tick.py'), '--ticks', '50'],
+        [sys.executable, str(REPO / 'dev' / 'profile_tick.py'), '--ticks', '50'],
         capture_output=True,
         text=True,
         timeout=300,

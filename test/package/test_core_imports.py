@@ -2,7 +2,7 @@
 
 The core is every folder below the tools: model, tasks, control, conditioning, inputs and config
 (plus the package's top-level modules). Only ``ros/`` imports rclpy and only ``sim/`` imports
-mujoco; demo and benchmark are tools on top that nothing below imports.
+mujoco; demo, benchmark and faults are tools on top that nothing below imports.
 """
 
 import json
@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 CORE_PACKAGES = ('model', 'tasks', 'control', 'conditioning', 'inputs', 'config')
-TOOL_PACKAGES = ('ros', 'sim', 'demo', 'benchmark')
+TOOL_PACKAGES = ('ros', 'sim', 'demo', 'benchmark', 'faults')
 
 # Runs in a fresh interpreter: the test process itself may already have imported rclpy.
 PROBE = textwrap.dedent(

@@ -9,6 +9,7 @@ its reader does not have.
 """
 
 from collections.abc import Callable, Iterator
+import configparser
 import importlib
 import importlib.util
 from pathlib import Path
@@ -30,6 +31,7 @@ NODES = ('wbc_controller', 'wbc_diagnostics', 'wbc_sim')
 #: documented but not checked here. README.md may not use them: each of its commands is checked.
 UNCHECKED_PROGRAMS = ('git', 'mkdir', 'cd', 'rosdep', 'colcon', 'source', 'pip', '.')
 SHELL_KEYWORDS = ('for', 'do', 'done', 'while', 'if', 'then', 'fi')
+MUTMUT_COMMANDS = ('run', 'results', 'show', 'browse', 'apply')
 #: Pages whose ```python blocks are complete programs, run by the tests.
 RUNNABLE_EXAMPLES = [README, REPO / 'docs' / 'controller.md']
 
@@ -254,7 +256,7 @@ def check_ros2(args: list[str]) -> None:
 
 
 def check_python(args: list[str]) -> None:
-    """``python -m pytest PATHS``, ``python tools/SCRIPT``, ``python -m wbc_control.benchmark``.
+    """``python -m pytest PATHS``, ``python SCRIPT``, ``python -m wbc_control.benchmark|mutmut``.
 
     The benchmark may run under ``-m cProfile [options]``; ``-m venv`` and ``-c`` are not
     checked.
@@ -266,6 +268,11 @@ def check_python(args: list[str]) -> None:
         paths = [argument.split('::')[0] for argument in args[2:] if argument.startswith('test')]
         for path in paths:
             assert (REPO / path).exists(), f'no test path {path}'
+    elif args[:2] == ['-m', 'mutmut']:
+        assert args[2] in MUTMUT_COMMANDS, f'mutmut has no command {args[2]!r}'
+        config = configparser.ConfigParser()
+        config.read(REPO / 'setup.cfg')
+        assert config.has_option('mutmut', 'only_mutate'), 'setup.cfg configures no mutmut run'
     elif args and args[0].endswith('.py'):
         assert (REPO / args[0]).exists(), f'no script {args[0]}'
     else:
@@ -278,6 +285,7 @@ CHECKS: dict[str, Callable[[list[str]], None]] = {
     'python': check_python,
     'wbc_demo': lambda args: parse_with('wbc_control.demo.main', args),
     'wbc_bench': lambda args: parse_with('wbc_control.benchmark.cli', args),
+    'wbc_faults': lambda args: parse_with('wbc_control.faults.injection', args),
     **{node: (lambda args, node=node: check_ros_args(node, args)) for node in NODES},
 }
 
@@ -293,7 +301,8 @@ def check_command(line: str, page: Path) -> None:
         CHECKS[program](args)
     else:
         unchecked = UNCHECKED_PROGRAMS + SHELL_KEYWORDS
-        assert page != README and program in unchecked, f'no check for `{line}`'
+        name = Path(program).name or program  # .venv-kilted/bin/pip is pip
+        assert page != README and name in unchecked, f'no check for `{line}`'
 
 
 @pytest.mark.parametrize('page', [README, *DOC_PAGES], ids=page_id)

@@ -1,20 +1,20 @@
-"""tools/fault_injection.py against the shipped Panda configuration, as a user runs it."""
+"""`wbc_faults` against the shipped Panda configuration, as a user runs it."""
 
 from pathlib import Path
 import subprocess
-import sys
 
 import pytest
 import yaml
 
+from wbc_control.ros.runtime import executable
+
 ROOT = Path(__file__).resolve().parents[2]
-TOOL = ROOT / 'tools' / 'fault_injection.py'
 CONFIG = ROOT / 'config' / 'panda_controller.yaml'
 
 
 def run(params_file: Path) -> tuple[int, list[str]]:
     done = subprocess.run(
-        [sys.executable, str(TOOL), '--params-file', str(params_file), '--robot', 'panda'],
+        [executable('wbc_faults'), '--params-file', str(params_file), '--robot', 'panda'],
         capture_output=True,
         text=True,
         timeout=600,

@@ -1,4 +1,4 @@
-"""tools/time_node_callback.py runs the real node's callback in process: its three modes work.
+"""dev/time_node_callback.py runs the real node's callback in process: its three modes work.
 
 What it prints is timing, which no test judges; these check that every mode runs the states it
 says (warm and waking from idle through the whole callback, rejected ones counted by reason).
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[2] / 'tools' / 'time_node_callback.py'
+TOOL = Path(__file__).resolve().parents[2] / 'dev' / 'time_node_callback.py'
 STATES = 40
 
 

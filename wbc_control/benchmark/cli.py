@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import pinocchio as pin
 
+from wbc_control.benchmark import launch_rate, tick_parts
 from wbc_control.benchmark.conditioning_cost import conditioning_section
 from wbc_control.benchmark.dds import DEFAULT_DDS_SECONDS, dds_benchmark
 from wbc_control.benchmark.report import evaluate_targets, format_report
@@ -51,12 +52,14 @@ def _cpu_model() -> str:
     return platform.processor() or 'unknown CPU'
 
 
-def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The command line of `wbc_bench`."""
-    parser = argparse.ArgumentParser(
-        prog='wbc_bench',
-        description='Per-tick cost, DDS latency and conditioning-estimator cost, with targets.',
-    )
+SUBCOMMANDS = {
+    'launch': 'does wbc_sim.launch.py keep real time here (wbc_bench launch --help)',
+    'parts': "where a tick's time goes, by public call (wbc_bench parts --help)",
+}
+
+
+def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
+    """--config and --robot: the controllers to time."""
     parser.add_argument(
         '--config',
         nargs='+',
@@ -72,6 +75,21 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help='built-in scenario(s) to time (panda, talos), or the robot of a '
         '--config file without urdf_path',
     )
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line of `wbc_bench`: the measurements, or one subcommand's options."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        return parse_subcommand(argv[0], argv[1:])
+    subcommands = '\n'.join(f'  {name:8s}{what}' for name, what in SUBCOMMANDS.items())
+    parser = argparse.ArgumentParser(
+        prog='wbc_bench',
+        description='Per-tick cost, DDS latency and conditioning-estimator cost, with targets.',
+        epilog=f'subcommands:\n{subcommands}',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_scenario_arguments(parser)
     parser.add_argument('--ticks', type=int, default=DEFAULT_TICKS)
     parser.add_argument('--json', type=Path, help='write every figure to this file')
     parser.add_argument('--plot', type=Path, help='conditioning plot (PNG)')
@@ -89,10 +107,28 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "needs write access to /dev/cpu_dma_latency); default: the system's idle states",
     )
     arguments = parser.parse_args(argv)
+    arguments.command = None
     if arguments.ticks < 1:
         parser.error('--ticks must be >= 1')
     if arguments.cpu_dma_latency is not None and arguments.cpu_dma_latency < 0:
         parser.error('--cpu-dma-latency must be >= 0')
+    return arguments
+
+
+def parse_subcommand(name: str, argv: Sequence[str]) -> argparse.Namespace:
+    """The options of `wbc_bench NAME`."""
+    module = launch_rate if name == 'launch' else tick_parts
+    parser = argparse.ArgumentParser(
+        prog=f'wbc_bench {name}',
+        description=module.__doc__.split('\n\n')[0],
+    )
+    if name == 'parts':
+        add_scenario_arguments(parser)
+    module.add_arguments(parser)
+    arguments = parser.parse_args(argv)
+    arguments.command = name
+    if name == 'parts' and arguments.ticks < 1:
+        parser.error('--ticks must be >= 1')
     return arguments
 
 
@@ -157,6 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         single_threaded_blas(argv)
     arguments = parse_arguments(argv)
     try:
+        if arguments.command == 'launch':
+            return launch_rate.run(arguments)
+        if arguments.command == 'parts':
+            return tick_parts.run(arguments, scenarios_from(arguments))
         results = run(arguments)
     except (WbcError, CpuLatencyUnavailable) as error:
         print(f'wbc_bench: {error}', file=sys.stderr)

@@ -1,7 +1,7 @@
 """Inject faults into a real `wbc_controller` running your configuration and print a table.
 
-    python tools/fault_injection.py --params-file config/panda_controller.yaml --robot panda
-    python tools/fault_injection.py --params-file my_controller.yaml --urdf /path/to/robot.urdf
+    wbc_faults --params-file config/panda_controller.yaml --robot panda
+    wbc_faults --params-file my_controller.yaml --urdf /path/to/robot.urdf
 
 Starts `wbc_controller` with the params file (fixed-base robots), talks to it over DDS from a
 probe node, injects each fault and checks what the node does: rejected and counted inputs on
@@ -11,11 +11,10 @@ refused live parameters, a misspelt parameter that stops the start-up. Prints on
 """
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import os
 from pathlib import Path
 import subprocess
-import sys
 import tempfile
 import time
 from typing import NamedTuple
@@ -53,7 +52,7 @@ class Row(NamedTuple):
     passed: bool
 
 
-class Session:
+class FaultProbe:
     """The controller process and the probe node that injects the faults."""
 
     def __init__(self, params_file: Path, urdf: Path) -> None:
@@ -195,82 +194,80 @@ def _posture_target(parameters: dict, size: int) -> np.ndarray | None:
     return None
 
 
-def run_faults(session: Session) -> list[Row]:
+def run_faults(probe: FaultProbe) -> list[Row]:
     """Every fault in turn; each returns a row."""
     # Start-up imports numpy, scipy and Pinocchio: minutes on a heavily loaded machine.
-    up = session.spin_until(lambda: session.states.get_subscription_count() > 0, 300.0)
+    up = probe.spin_until(lambda: probe.states.get_subscription_count() > 0, 300.0)
     if not up:
-        return [Row('start-up', 'node subscribes', session_output(session), False)]
+        return [Row('start-up', 'node subscribes', controller_output(probe), False)]
     rows = []
-    baseline = session.task_command(session.state)
-    effort = session.robot.effort_limits
+    baseline = probe.task_command(probe.state)
+    effort = probe.robot.effort_limits
     ok = baseline is not None and np.isfinite(baseline).all()
     rows.append(Row('good state', 'finite task torque', _summary(baseline), ok))
-    good, n = session.good, len(session.names)
+    good, n = probe.good, len(probe.names)
     for fault, msg, reason in (
-        ('non-finite position', session.state(np.r_[np.nan, good[1:]]), 'non_finite'),
-        ('ragged arrays', session.state(good[:-1]), 'ragged'),
-        ('missing joint', session.state(good[1:], np.zeros(n - 1), session.names[1:]), 'joints'),
-        ('duplicate joint', session.state(names=[session.names[0]] * n), 'joints'),
-        ('velocity 1e150', session.state(velocities=np.full(n, 1e150)), 'velocity_limit'),
-        ('position 50 rad past limit', session.state(good + 50.0), 'position_limit'),
-        ('stamp a day ahead', session.state(stamp_s=time.time() + 86400.0), 'future'),
-        ('stamp an hour old', session.state(stamp_s=time.time() - 3600.0), 'stale'),
+        ('non-finite position', probe.state(np.r_[np.nan, good[1:]]), 'non_finite'),
+        ('ragged arrays', probe.state(good[:-1]), 'ragged'),
+        ('missing joint', probe.state(good[1:], np.zeros(n - 1), probe.names[1:]), 'joints'),
+        ('duplicate joint', probe.state(names=[probe.names[0]] * n), 'joints'),
+        ('velocity 1e150', probe.state(velocities=np.full(n, 1e150)), 'velocity_limit'),
+        ('position 50 rad past limit', probe.state(good + 50.0), 'position_limit'),
+        ('stamp a day ahead', probe.state(stamp_s=time.time() + 86400.0), 'future'),
+        ('stamp an hour old', probe.state(stamp_s=time.time() - 3600.0), 'stale'),
     ):
-        rows.append(session.rejected(msg, reason)._replace(fault=fault))
-    rows.append(out_of_order(session))
-    jumbled = session.task_command(lambda: session.state(good[::-1], names=session.names[::-1]))
+        rows.append(probe.rejected(msg, reason)._replace(fault=fault))
+    rows.append(out_of_order(probe))
+    jumbled = probe.task_command(lambda: probe.state(good[::-1], names=probe.names[::-1]))
     same = jumbled is not None and baseline is not None and np.allclose(jumbled, baseline)
     rows.append(Row('jumbled joint order', 'same torque', _summary(jumbled), same))
-    resumed = session.task_command(lambda: session.state(stamp_s=time.time()))
+    resumed = probe.task_command(lambda: probe.state(stamp_s=time.time()))
     ok = resumed is not None and np.abs(resumed).max() > 0.0
     rows.append(Row('current stamps after the faults', 'control resumes', _summary(resumed), ok))
-    rows.append(silent_publisher(session))
-    rows.append(far_target(session, effort))
-    rows += live_parameters(session)
-    rows.append(misspelt_parameter(session))
+    rows.append(silent_publisher(probe))
+    rows.append(far_target(probe, effort))
+    rows += live_parameters(probe)
+    rows.append(misspelt_parameter(probe))
     return rows
 
 
-def out_of_order(session: Session) -> Row:
+def out_of_order(probe: FaultProbe) -> Row:
     """A stamp before the last accepted one (within the timeout) is rejected as out of order."""
     key = 'rejected.joint_states.out_of_order'
-    before = int(session.inputs.get(key, 0))
+    before = int(probe.inputs.get(key, 0))
     deadline = time.monotonic() + ANSWER_TIMEOUT_S
-    while time.monotonic() < deadline and int(session.inputs.get(key, 0)) <= before:
+    while time.monotonic() < deadline and int(probe.inputs.get(key, 0)) <= before:
         latest = time.time()
-        session.states.publish(session.state(stamp_s=latest))
-        session.spin_until(lambda: False, 0.01)
-        session.states.publish(session.state(stamp_s=latest - 0.3 * session.timeout))
-        session.spin_until(lambda: int(session.inputs.get(key, 0)) > before, 0.5)
-    count = int(session.inputs.get(key, 0)) - before
+        probe.states.publish(probe.state(stamp_s=latest))
+        probe.spin_until(lambda: False, 0.01)
+        probe.states.publish(probe.state(stamp_s=latest - 0.3 * probe.timeout))
+        probe.spin_until(lambda: int(probe.inputs.get(key, 0)) > before, 0.5)
+    count = int(probe.inputs.get(key, 0)) - before
     expected = 'rejected (out_of_order), counted'
     return Row('stamp before the last one', expected, f'{key} +{count}', count > 0)
 
 
-def silent_publisher(session: Session) -> Row:
+def silent_publisher(probe: FaultProbe) -> Row:
     """States stop: the safe command must follow, and go on.
 
     When: the state's age at the switch, as the node logged it (a probe's receipt times
     would charge the node with the probe's own waits for a CPU on a loaded machine).
     """
-    safe = session.safe_command()
-    session.states.publish(session.state())
-    session.commands.clear()
+    safe = probe.safe_command()
+    probe.states.publish(probe.state())
+    probe.commands.clear()
 
     def is_safe(command: np.ndarray) -> bool:
         return command.shape == safe.shape and np.allclose(command, safe, rtol=1e-9, atol=1e-9)
 
-    came = session.spin_until(
-        lambda: any(is_safe(c) for _, c in session.commands), ANSWER_TIMEOUT_S
-    )
-    session.spin_until(lambda: False, session.timeout + 0.5)
-    first = next((i for i, (_, c) in enumerate(session.commands) if is_safe(c)), None)
-    late = [] if first is None else [c for _, c in session.commands[first:]]
-    kind = session.parameters.get('stale_command', 'zero')
+    came = probe.spin_until(lambda: any(is_safe(c) for _, c in probe.commands), ANSWER_TIMEOUT_S)
+    probe.spin_until(lambda: False, probe.timeout + 0.5)
+    first = next((i for i, (_, c) in enumerate(probe.commands) if is_safe(c)), None)
+    late = [] if first is None else [c for _, c in probe.commands[first:]]
+    kind = probe.parameters.get('stale_command', 'zero')
     ok = came and len(late) > 1 and is_safe(late[-1])
-    session.log.flush()
-    log = Path(session.log.name).read_text(errors='replace')
+    probe.log.flush()
+    log = Path(probe.log.name).read_text(errors='replace')
     logged = [line for line in log.splitlines() if line.endswith('safe command')]
     when = logged[-1].split(']: ')[-1].split(': ')[0] if logged else 'no switch logged'
     observed = f'{len(late)} safe command(s); the node: {when}'
@@ -279,9 +276,9 @@ def silent_publisher(session: Session) -> Row:
     return Row('silent publisher', f'{kind} safe command', observed, ok)
 
 
-def far_target(session: Session, effort: np.ndarray) -> Row:
+def far_target(probe: FaultProbe, effort: np.ndarray) -> Row:
     """A frame task's target 10 m away: bounded torques, the task reported as clipping."""
-    tasks = session.parameters.get('tasks', {})
+    tasks = probe.parameters.get('tasks', {})
     frame_tasks = [
         (name, task['type'])
         for name, task in tasks.items()
@@ -291,40 +288,40 @@ def far_target(session: Session, effort: np.ndarray) -> Row:
         return Row('target 10 m away', 'no frame task', 'skipped', True)
     name, kind = frame_tasks[0]
     message = PoseStamped if kind == 'frame_pose' else PointStamped
-    publisher = session.node.create_publisher(message, f'{NAMESPACE}/{NODE}/{name}/target', 1)
-    session.spin_until(lambda: publisher.get_subscription_count() > 0, 10.0)
+    publisher = probe.node.create_publisher(message, f'{NAMESPACE}/{NODE}/{name}/target', 1)
+    probe.spin_until(lambda: publisher.get_subscription_count() > 0, 10.0)
     msg = message()
     if kind == 'frame_pose':
         msg.pose.position.x, msg.pose.orientation.x, msg.pose.orientation.w = 10.0, 1.0, 0.0
     else:
         msg.point.x = 10.0
     publisher.publish(msg)
-    command = session.task_command(session.state)
+    command = probe.task_command(probe.state)
     limits = effort[: 0 if command is None else command.size]
     bounded = command is not None and bool((np.abs(command) < 0.99 * limits).all())
-    session.spin_until(lambda: session.tasks.get('clipping_tasks') == name, 3.0)
-    clipping = session.tasks.get('clipping_tasks') == name
-    observed = f'{_summary(command)}; clipping_tasks={session.tasks.get("clipping_tasks")!r}'
+    probe.spin_until(lambda: probe.tasks.get('clipping_tasks') == name, 3.0)
+    clipping = probe.tasks.get('clipping_tasks') == name
+    observed = f'{_summary(command)}; clipping_tasks={probe.tasks.get("clipping_tasks")!r}'
     expected = f'unsaturated, {name} clipping (tasks.{name}.max_error set)'
     return Row('target 10 m away', expected, observed, bounded and clipping)
 
 
-def live_parameters(session: Session) -> list[Row]:
+def live_parameters(probe: FaultProbe) -> list[Row]:
     """A bad live gain and an unknown live parameter are refused."""
     rows = []
-    name = next(iter(session.parameters.get('tasks', {})), None)
+    name = next(iter(probe.parameters.get('tasks', {})), None)
     if name is not None:
-        ok, reason = session.set_parameter(f'tasks.{name}.kp', -1.0)
+        ok, reason = probe.set_parameter(f'tasks.{name}.kp', -1.0)
         rows.append(Row(f'live tasks.{name}.kp = -1', 'refused', reason or 'accepted', not ok))
-    ok, reason = session.set_parameter('tasks.elbow.kp', 10.0)
+    ok, reason = probe.set_parameter('tasks.elbow.kp', 10.0)
     named = 'tasks.elbow.kp' in reason
     rows.append(Row('live unknown tasks.elbow.kp', 'refused naming it', reason, not ok and named))
     return rows
 
 
-def misspelt_parameter(session: Session) -> Row:
+def misspelt_parameter(probe: FaultProbe) -> Row:
     """A misspelt parameter (stale_comand) stops the start-up in one line naming it."""
-    args = [*session.base_args, '-r', '__node:=fault_injection_typo', '-p', 'stale_comand:=zero']
+    args = [*probe.base_args, '-r', '__node:=fault_injection_typo', '-p', 'stale_comand:=zero']
     done = subprocess.run(args, capture_output=True, text=True, timeout=120, env=os.environ)
     output = (done.stdout + done.stderr).strip()
     ok = done.returncode != 0 and 'stale_command' in output and 'Traceback' not in output
@@ -332,10 +329,10 @@ def misspelt_parameter(session: Session) -> Row:
     return Row('params file: stale_comand', 'start-up error naming stale_command', observed, ok)
 
 
-def session_output(session: Session) -> str:
+def controller_output(probe: FaultProbe) -> str:
     """The end of the controller's output."""
-    session.log.flush()
-    return Path(session.log.name).read_text()[-300:]
+    probe.log.flush()
+    return Path(probe.log.name).read_text()[-300:]
 
 
 def _summary(command: np.ndarray | None) -> str:
@@ -354,23 +351,30 @@ def print_table(rows: list[Row]) -> None:
         print(' | '.join([*cells, verdict]))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run every fault against the given configuration; 0 when all pass."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--params-file', type=Path, required=True)
+def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line of `wbc_faults`."""
+    parser = argparse.ArgumentParser(
+        prog='wbc_faults',
+        description=__doc__.splitlines()[0],
+        epilog='Prints one row per fault and exits 0 only when every fault passed.',
+    )
+    parser.add_argument(
+        '--params-file', type=Path, required=True, help="the controller's params file"
+    )
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument('--urdf', type=Path, help='the robot URDF')
     group.add_argument('--robot', help='an example-robot-data robot name, e.g. panda')
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script `wbc_faults`: every fault against the configuration; 0 when all pass."""
+    args = parse_arguments(argv)
     urdf = args.urdf if args.urdf is not None else example_robot_urdf(args.robot)[0]
-    session = Session(args.params_file, urdf)
+    probe = FaultProbe(args.params_file, urdf)
     try:
-        rows = run_faults(session)
+        rows = run_faults(probe)
     finally:
-        session.close()
+        probe.close()
     print_table(rows)
     return 0 if all(row.passed for row in rows) else 1
-
-
-if __name__ == '__main__':
-    sys.exit(main())

@@ -6,7 +6,7 @@ time to the module making the call: a Python function's to its own module, a C f
 `wbc_bench`'s noise-free figure; this adds the time shares, which the profiler's own overhead
 skews towards the modules that make many small calls. Run with single-threaded BLAS:
 
-    OPENBLAS_NUM_THREADS=1 python tools/profile_tick.py --ticks 3000
+    OPENBLAS_NUM_THREADS=1 python dev/profile_tick.py --ticks 3000
 """
 
 import argparse

@@ -13,10 +13,10 @@ finds the CPU waking from idle as over DDS. `--rejected` gives every message a N
 instead: the callback then times the rejection path (decode, count, log throttle), which a
 faulty publisher runs for every message:
 
-    OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --states 3000
-    OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --cold
-    OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --idle
-    OPENBLAS_NUM_THREADS=1 python tools/time_node_callback.py --robot panda --rejected
+    OPENBLAS_NUM_THREADS=1 python dev/time_node_callback.py --robot panda --states 3000
+    OPENBLAS_NUM_THREADS=1 python dev/time_node_callback.py --robot panda --cold
+    OPENBLAS_NUM_THREADS=1 python dev/time_node_callback.py --robot panda --idle
+    OPENBLAS_NUM_THREADS=1 python dev/time_node_callback.py --robot panda --rejected
 
 Fixed-base robots only (a floating base ticks on joint states paired with odometry). Needs
 rclpy and the message packages (a sourced ROS 2, or the venv's ROS wheels).
