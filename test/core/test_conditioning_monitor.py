@@ -19,8 +19,8 @@ from wbc_control.conditioning.monitor import (
     DiagnosticsSettings,
     InertiaEvaluator,
     Severity,
-    settings_from,
 )
+from wbc_control.config.diagnostics import diagnostics_settings as settings_from
 from wbc_control.config.schema import load_schema
 from wbc_control.exceptions import InvalidValue
 

@@ -2,7 +2,12 @@ import numpy as np
 import pytest
 from robots import MIXED_JOINTS_URDF
 
-from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejected
+from wbc_control.config.schema import load_schema
+from wbc_control.inputs.joint_states import (
+    DEFAULT_VELOCITY_FACTOR,
+    JointStateDecoder,
+    JointStateRejected,
+)
 from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
 
@@ -78,8 +83,8 @@ def test_time_rules_apply_to_joint_states(timed):
     [
         (2, 2.2, 0.0, 'position_limit'),  # shoulder: limit 2, margin 0.1
         (0, 0.25, 0.0, 'position_limit'),  # slider: limit 0.1 m
-        (2, 0.0, 4.5, 'velocity_limit'),  # shoulder: 2 rad/s x 2
-        (3, 0.0, 1e150, 'velocity_limit'),  # wrist (continuous): 3 rad/s x 2
+        (2, 0.0, 2.0 * DEFAULT_VELOCITY_FACTOR + 0.1, 'velocity_limit'),  # shoulder: 2 rad/s
+        (3, 0.0, 1e150, 'velocity_limit'),  # wrist (continuous): 3 rad/s
     ],
 )
 def test_implausible_samples_are_rejected(decoder, index, position, velocity, reason):
@@ -92,7 +97,16 @@ def test_implausible_samples_are_rejected(decoder, index, position, velocity, re
 
 def test_within_the_margin_and_continuous_joints_pass(decoder):
     # shoulder 0.05 beyond its limit (margin 0.1), wrist 50 rad (continuous: no limit).
-    decoder.decode(NAMES, [0.1, 0.0, 2.05, 50.0], [0.0, 0.0, 3.9, -5.9], 1.0)
+    speeds = [0.0, 0.0, 2.0 * DEFAULT_VELOCITY_FACTOR - 0.1, -3.0 * DEFAULT_VELOCITY_FACTOR + 0.1]
+    decoder.decode(NAMES, [0.1, 0.0, 2.05, 50.0], speeds, 1.0)
+
+
+def test_the_default_velocity_factor_is_the_schemas_and_a_given_one_applies():
+    assert DEFAULT_VELOCITY_FACTOR == load_schema('wbc_controller')['velocity_factor'].default
+    strict = JointStateDecoder(RobotModel.from_urdf_string(MIXED_JOINTS_URDF), velocity_factor=2)
+    with pytest.raises(JointStateRejected, match='shoulder'):
+        strict.decode(NAMES, [0.0] * 4, [0.0, 0.0, 4.1, 0.0], 1.0)
+    strict.decode(NAMES, [0.0] * 4, [0.0, 0.0, 3.9, 0.0], 1.0)
 
 
 def test_a_joint_whose_urdf_limits_are_equal_is_not_checked_against_them():

@@ -376,8 +376,8 @@ class KnownCostTask:
 def test_the_tick_parts_time_the_public_calls_at_their_cost():
     """`wbc_bench parts`: the controller's compute is 1 ms, the task terms 0.3 ms, every tick run.
 
-    Lower bounds only (wall time includes any preemption); the known costs differ, so a
-    swapped column fails.
+    Lower bounds only (wall time includes any preemption); the known costs differ, so any two
+    columns swapped fail.
     """
     scenario, controller = known_cost_scenario()
     task = KnownCostTask(0.3 * KNOWN_COST_US)
@@ -385,8 +385,8 @@ def test_the_tick_parts_time_the_public_calls_at_their_cost():
     figures = parts_per_tick(scenario, ticks=40)
     assert set(figures) == set(PARTS)
     assert KNOWN_COST_US <= figures['controller compute'] < figures['tick']
-    assert 0.3 * KNOWN_COST_US <= figures['task terms (beside the tick)'] < KNOWN_COST_US
-    assert 0.0 < figures['state update'] < 0.3 * KNOWN_COST_US
+    assert 0.3 * KNOWN_COST_US <= figures['task terms (beside the tick)']
+    assert figures['state update'] > 0.0
     assert figures['tick'] == pytest.approx(
         figures['state update'] + figures['controller compute']
     )

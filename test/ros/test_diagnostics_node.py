@@ -368,10 +368,11 @@ def test_warn_and_error_levels_follow_live_thresholds(panda, panda_robot):
     [
         ({'warn_condition': 2e6}, 'must be below error_condition'),
         ({'error_condition': 10.0}, 'must be below error_condition'),
-        ({'publish_rate': 0.0}, "'publish_rate' must be > 0"),
-        ({'exact_rate': -1.0}, "'exact_rate' must be >= 0"),
-        ({'joint_state_timeout': math.nan}, 'finite'),
-        ({'warn_condition': 'high'}, 'must be a number'),
+        ({'publish_rate': 0.0}, 'publish_rate: must be > 0'),
+        ({'exact_rate': -1.0}, 'exact_rate: must be >= 0'),
+        ({'joint_state_timeout': math.nan}, 'joint_state_timeout: must be a number'),
+        ({'publish_rate': math.inf}, 'publish_rate: must be finite'),
+        ({'warn_condition': 'high'}, "warn_condition: 'high' is not a number"),
     ],
 )
 def test_bad_live_parameters_are_rejected_with_reason(panda, values, reason):

@@ -27,13 +27,9 @@ from wbc_control.benchmark.dds_processes import (
     publish_stamped,
     rclpy_node,
 )
-from wbc_control.benchmark.scenarios import (
-    CONTROLLER_NODE,
-    controller_parameters,
-    example_robot,
-    shipped_config,
-)
+from wbc_control.benchmark.scenarios import CONTROLLER_NODE, example_robot
 from wbc_control.benchmark.tick import summary_us
+from wbc_control.config.shipped import node_parameters, shipped_config
 from wbc_control.exceptions import WbcError
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import RobotModel
@@ -63,15 +59,7 @@ def dds_parameters(robot_name: str = 'panda', params_path: Path | None = None) -
     (the cost of the tick is the same).
     """
     path = params_path or shipped_config(f'{robot_name}_controller.yaml')
-    parameters = dict(controller_parameters(path)) if path is not None else {}
-    if not parameters:
-        parameters = {
-            'task_names': ['hand', 'posture'],
-            'tasks': {
-                'hand': {'type': 'frame_pose', 'frame': 'panda_hand', 'priority': 0, 'kp': 100.0},
-                'posture': {'type': 'joint_posture', 'priority': 1, 'kp': 25.0},
-            },
-        }
+    parameters = node_parameters(path, CONTROLLER_NODE)
     if not (parameters.get('robot_description') or parameters.get('urdf_path')):
         urdf, _ = example_robot_urdf(robot_name)
         parameters['urdf_path'] = str(urdf)

@@ -9,16 +9,13 @@ the base frame) and the base pose is left at identity: the monitor needs no odom
 (the exact kappa_2 = lambda_max / lambda_min of eq 6 at ``exact_rate``, the diagonal ratio delta
 and the scaled diagonal ratio delta_s = alpha delta of eq 15 at every state), counts rejected
 states and decides the :class:`Severity` of the status from ``warn_condition`` and
-``error_condition``. :func:`settings_from` validates the settings, at start-up and for live
-updates alike. Nothing here imports rclpy: the sidecar node only wires messages to these calls.
+``error_condition``. Nothing here imports rclpy: the sidecar node only wires messages to these
+calls.
 """
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 import enum
-import math
-import numbers
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -28,6 +25,7 @@ from wbc_control.conditioning.estimators import (
     ScaledDiagonalRatioEstimator,
     pivot_ratio,
 )
+from wbc_control.defaults import schema_default
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
 
@@ -50,9 +48,16 @@ class Severity(enum.IntEnum):
     STALE = 3
 
 
+def _default(name: str) -> object:
+    return schema_default('wbc_diagnostics', name)
+
+
 @dataclass(frozen=True)
 class DiagnosticsSettings:
     """Live settings of the conditioning monitor (the sidecar's parameters of the same names).
+
+    The defaults are the schema's; :func:`wbc_control.config.diagnostics.diagnostics_settings`
+    validates parameter values into these settings.
 
     Attributes:
         warn_condition: WARN when the condition number reaches this.
@@ -64,71 +69,18 @@ class DiagnosticsSettings:
         report_pivot_ratio: also report the pivot ratio (a negative result, off by default).
     """
 
-    warn_condition: float = 1e4
-    error_condition: float = 1e6
-    exact_rate: float = 10.0
-    rescale_period: float = 0.0
-    publish_rate: float = 1.0
-    joint_state_timeout: float = 0.5
-    report_pivot_ratio: bool = False
+    warn_condition: float = float(_default('warn_condition'))
+    error_condition: float = float(_default('error_condition'))
+    exact_rate: float = float(_default('exact_rate'))
+    rescale_period: float = float(_default('rescale_period'))
+    publish_rate: float = float(_default('publish_rate'))
+    joint_state_timeout: float = float(_default('joint_state_timeout'))
+    report_pivot_ratio: bool = bool(_default('report_pivot_ratio'))
 
     @property
     def exact_period_s(self) -> float:
         """Period of exact eigen-solves, 0 for every state."""
         return 1.0 / self.exact_rate if self.exact_rate > 0.0 else 0.0
-
-
-class _Range(NamedTuple):
-    valid: Callable[[float], bool]
-    requirement: str
-
-
-_RANGES: dict[str, _Range] = {
-    'warn_condition': _Range(lambda x: x >= 1.0, '>= 1'),
-    'error_condition': _Range(lambda x: x > 1.0, '> 1'),
-    'exact_rate': _Range(lambda x: x >= 0.0, '>= 0 (0: every joint state)'),
-    'rescale_period': _Range(lambda x: x >= 0.0, '>= 0 (0: never)'),
-    'publish_rate': _Range(lambda x: x > 0.0, '> 0'),
-    'joint_state_timeout': _Range(lambda x: x > 0.0, '> 0'),
-}
-
-
-def settings_from(values: Mapping[str, Any]) -> DiagnosticsSettings:
-    """Validate parameter values (start-up and live updates alike) into settings.
-
-    Integers are accepted for the real-valued parameters, since ``-p warn_condition:=1000`` and
-    ``ros2 param set`` pass them as integers.
-
-    Args:
-        values: Parameter name -> value, for every field of :class:`DiagnosticsSettings`.
-
-    Returns:
-        The validated settings.
-
-    Raises:
-        InvalidValue: A value has the wrong type or range, or warn_condition >= error_condition;
-            the message names the parameter.
-    """
-    reals = {name: _real(name, values[name], rule) for name, rule in _RANGES.items()}
-    if reals['warn_condition'] >= reals['error_condition']:
-        raise InvalidValue(
-            f'warn_condition ({reals["warn_condition"]:g}) must be below '
-            f'error_condition ({reals["error_condition"]:g})'
-        )
-    pivot = values['report_pivot_ratio']
-    if not isinstance(pivot, bool):
-        raise InvalidValue(f"parameter 'report_pivot_ratio' must be a bool, got {pivot!r}")
-    return DiagnosticsSettings(report_pivot_ratio=pivot, **reals)
-
-
-def _real(name: str, value: Any, rule: _Range) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidValue(f"parameter '{name}' must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise InvalidValue(f"parameter '{name}' must be finite, got {value!r}")
-    if not rule.valid(value):
-        raise InvalidValue(f"parameter '{name}' must be {rule.requirement}, got {value:g}")
-    return float(value)
 
 
 class InertiaEvaluator:

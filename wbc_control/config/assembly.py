@@ -41,29 +41,31 @@ def build_loop(
     if settings.joint_limits:
         joint_limits = JointLimits(
             robot,
-            settings.joint_limit_margin,
-            settings.joint_limit_gain,
-            settings.joint_limit_deceleration,
+            margin=settings.joint_limit_margin,
+            kp=settings.joint_limit_gain,
+            deceleration=settings.joint_limit_deceleration,
         )
+    compensated = settings.robot_compensates_gravity
     controller = PrioritizedController(
         robot,
         list(entries),
-        settings.singular_value_threshold,
-        np.full(robot.n_actuated, np.inf)
-        if settings.robot_compensates_gravity
-        else settings.effort_limits,
-        None,
-        tuple(contacts),
-        settings.friction_coefficient,
-        joint_limits,
-        settings.contact_transition_time,
-        settings.task_transition_time,
+        singular_value_threshold=settings.singular_value_threshold,
+        effort_limits=np.full(robot.n_actuated, np.inf) if compensated else settings.effort_limits,
+        contacts=tuple(contacts),
+        friction_coefficient=settings.friction_coefficient,
+        joint_limits=joint_limits,
+        contact_transition_time=settings.contact_transition_time,
+        task_transition_time=settings.task_transition_time,
     )
     limiter = TorqueLimiter(settings.effort_limits, settings.torque_rate_limits)
     output = CommandOutput(limiter, settings.robot_compensates_gravity)
-    timeout = settings.joint_state_timeout
     return ControllerLoop(
-        controller, output, settings.stale_command, timeout, settings.soft_start_time, wall_timeout
+        controller,
+        output,
+        stale_command=settings.stale_command,
+        timeout=settings.joint_state_timeout,
+        soft_start_time=settings.soft_start_time,
+        wall_timeout=wall_timeout,
     )
 
 
@@ -79,7 +81,13 @@ def build_inputs(robot: RobotModel, settings: ControllerSettings) -> StateInputs
     """Decoders with the time and plausibility rules of the settings."""
     timeout, tolerance = settings.joint_state_timeout, settings.future_stamp_tolerance
     joints = JointStateDecoder(
-        robot, timeout, tolerance, settings.position_margin, settings.velocity_factor
+        robot,
+        timeout_s=timeout,
+        future_tolerance_s=tolerance,
+        position_margin=settings.position_margin,
+        velocity_factor=settings.velocity_factor,
     )
-    odometry = OdometryDecoder(settings.world_frame, settings.base_frame, timeout, tolerance)
+    odometry = OdometryDecoder(
+        settings.world_frame, settings.base_frame, timeout_s=timeout, future_tolerance_s=tolerance
+    )
     return StateInputs(joints, odometry, StatePairing(settings.odom_pairing, timeout))

@@ -40,6 +40,18 @@ _SETTINGS = tuple(
     if name not in load_schema('robot_model').parameters
     and name not in ('contacts', 'contact_types', 'task_names')
 )
+#: Real-valued settings taken as they are (the others need the robot, or are not reals).
+_REAL_SETTINGS = (
+    'future_stamp_tolerance',
+    'position_margin',
+    'velocity_factor',
+    'soft_start_time',
+    'joint_limit_margin',
+    'joint_limit_gain',
+    'joint_limit_deceleration',
+    'contact_transition_time',
+    'task_transition_time',
+)
 #: Controller-level settings that can change at runtime (the schema's read_only: false;
 #: `contacts`, live too, is :func:`parse_live_contacts`'s).
 LIVE_SETTINGS = frozenset(name for name in _SETTINGS if _SCHEMA[name].live)
@@ -90,18 +102,18 @@ class ControllerSettings:
     friction_coefficient: float
     odom_pairing: str
     base_frame: str
-    robot_compensates_gravity: bool = False
-    future_stamp_tolerance: float = 0.05
-    position_margin: float = 0.1
-    velocity_factor: float = 5.0
-    soft_start_time: float = 0.5
-    joint_limits: bool = True
-    joint_limit_margin: float = 0.05
-    joint_limit_gain: float = 400.0
-    joint_limit_deceleration: float = 5.0
-    contact_transition_time: float = 0.3
-    task_transition_time: float = 0.3
-    cpu_dma_latency: int = -1
+    robot_compensates_gravity: bool
+    future_stamp_tolerance: float
+    position_margin: float
+    velocity_factor: float
+    soft_start_time: float
+    joint_limits: bool
+    joint_limit_margin: float
+    joint_limit_gain: float
+    joint_limit_deceleration: float
+    contact_transition_time: float
+    task_transition_time: float
+    cpu_dma_latency: int
 
 
 def root_link(robot: RobotModel) -> str:
@@ -151,34 +163,22 @@ def parse_controller_settings(
     with parameter_errors('diagnostics_rate'):
         diagnostics_rate = scalar(values['diagnostics_rate'], 'diagnostics_rate')
     settings = ControllerSettings(
-        command_joints,
-        command_index,
-        effort_limits,
-        rate_limits,
-        timeout,
-        values['stale_command'],
-        values['singular_value_threshold'],
-        _frame_name(values['world_frame'], 'world_frame'),
-        diagnostics_rate,
-        values['friction_coefficient'],
-        values['odom_pairing'],
-        _frame_name(values['base_frame'], 'base_frame'),
-        bool(values['robot_compensates_gravity']),
-        *(
-            scalar(values[name], name)
-            for name in (
-                'future_stamp_tolerance',
-                'position_margin',
-                'velocity_factor',
-                'soft_start_time',
-            )
-        ),
-        bool(values['joint_limits']),
-        *(
-            scalar(values[name], name)
-            for name in ('joint_limit_margin', 'joint_limit_gain', 'joint_limit_deceleration')
-        ),
+        command_joints=command_joints,
+        command_index=command_index,
+        effort_limits=effort_limits,
+        torque_rate_limits=rate_limits,
+        joint_state_timeout=timeout,
+        stale_command=values['stale_command'],
+        singular_value_threshold=values['singular_value_threshold'],
+        world_frame=_frame_name(values['world_frame'], 'world_frame'),
+        diagnostics_rate=diagnostics_rate,
+        friction_coefficient=values['friction_coefficient'],
+        odom_pairing=values['odom_pairing'],
+        base_frame=_frame_name(values['base_frame'], 'base_frame'),
+        robot_compensates_gravity=bool(values['robot_compensates_gravity']),
+        joint_limits=bool(values['joint_limits']),
         cpu_dma_latency=int(values['cpu_dma_latency']),
+        **{name: scalar(values[name], name) for name in _REAL_SETTINGS},
     )
     return update_settings(settings, {name: values[name] for name in LIVE_SETTINGS})
 

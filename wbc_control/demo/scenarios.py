@@ -2,6 +2,7 @@
 
 A scenario is everything `wbc_demo` needs to run the closed loop: the parameters of
 `wbc_sim`, `wbc_controller` and `wbc_diagnostics`, and the target the tracked task follows.
+The parameters are the shipped files' (config/*.yaml) with what the scenario changes.
 """
 
 from collections.abc import Callable
@@ -9,11 +10,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wbc_control.config.shipped import shipped_parameters
 from wbc_control.demo.legged import LeggedScenario, Move
 
-PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
-PANDA_READY_HAND = [0.307, 0.0, 0.487]  # panda_hand_tcp at PANDA_READY (m)
+PANDA_READY_HAND = [0.307, 0.0, 0.487]  # panda_hand_tcp at the shipped posture target (m)
 HAND_DOWN_XYZW = [1.0, 0.0, 0.0, 0.0]
+#: The demo's simulator: lock-stepped, as fast as the controller answers.
+LOCKSTEP_AS_FAST_AS_ANSWERED = {'lockstep': True, 'real_time_factor': 0.0}
+#: A status twice a second; κ₂ estimated at every state, never solved exactly.
+DEMO_DIAGNOSTICS = {'exact_rate': 0.0, 'publish_rate': 2.0}
+#: Every joint in the command (the fingers too), whose torques the report plots.
+EVERY_JOINT_COMMANDED = {'command_joints': []}
+#: The joint-limit level on, which the shipped Talos file turns off.
+TALOS_LIMITS = {'joint_limits': True}
 
 
 @dataclass(frozen=True)
@@ -98,46 +107,39 @@ def panda_tracking() -> Scenario:
     and the hand does not lag: with set-points alone the lag was about K_d v / K_p (here
     80 · 0.079 / 1600 ≈ 4 mm).
     """
-    control_period = 0.002
-    controller = {
-        'task_names': ['hand', 'hand_orientation', 'posture'],
-        'tasks': {
-            'hand': {
-                'type': 'frame_position',
-                'frame': 'panda_hand_tcp',
-                'priority': 0,
-                'kp': 1600.0,
-                'kd': 80.0,
-                'target': PANDA_READY_HAND,
+    controller = shipped_parameters(
+        'panda_controller.yaml',
+        'wbc_controller',
+        {
+            'task_names': ['hand', 'hand_orientation', 'posture'],
+            'tasks': {
+                'hand': {
+                    'type': 'frame_position',
+                    'frame': 'panda_hand_tcp',
+                    'priority': 0,
+                    'kp': 1600.0,
+                    'kd': 80.0,
+                    'target': PANDA_READY_HAND,
+                },
+                'hand_orientation': {
+                    'type': 'frame_orientation',
+                    'frame': 'panda_hand_tcp',
+                    'priority': 0,
+                    'kp': 400.0,
+                    'target': HAND_DOWN_XYZW,
+                },
             },
-            'hand_orientation': {
-                'type': 'frame_orientation',
-                'frame': 'panda_hand_tcp',
-                'priority': 0,
-                'kp': 400.0,
-                'target': HAND_DOWN_XYZW,
-            },
-            'posture': {
-                'type': 'joint_posture',
-                'priority': 1,
-                'kp': 25.0,
-                'target': PANDA_READY,
-            },
+            # Long enough that a lock-stepped loop starved of CPU is not taken for a stale one
+            # (the watchdog's safe command would step the simulator); if it were, hold the arm.
+            'joint_state_timeout': 5.0,
+            'stale_command': 'gravity',
+            **EVERY_JOINT_COMMANDED,
         },
-        # Long enough that a lock-stepped loop starved of CPU is not taken for a stale one
-        # (the watchdog's safe command would step the simulator); if it were, hold the arm up.
-        'joint_state_timeout': 5.0,
-        'stale_command': 'gravity',
-    }
-    sim = {
-        'timestep': 0.001,
-        'control_period': control_period,
-        'lockstep': True,
-        'real_time_factor': 0.0,  # as fast as the controller answers
-        'initial_positions': PANDA_READY,
-        'ground_plane': True,
-    }
-    diagnostics = {'exact_rate': 0.0, 'publish_rate': 2.0}
+    )
+    sim = shipped_parameters(
+        'panda_sim.yaml', 'wbc_sim', {**LOCKSTEP_AS_FAST_AS_ANSWERED, **EVERY_JOINT_COMMANDED}
+    )
+    diagnostics = shipped_parameters('diagnostics.yaml', 'wbc_diagnostics', DEMO_DIAGNOSTICS)
     return Scenario(
         robot='panda',
         description='Panda hand tracking a 10 cm circle in 8 s, posture in the null space',
@@ -151,74 +153,22 @@ def panda_tracking() -> Scenario:
     )
 
 
-#: Talos's half-sitting pose (example-robot-data's SRDF) in model order: left leg 1-6, right
-#: leg 1-6, torso 1-2, left arm 1-7 + gripper, right arm 1-7 + gripper, head 1-2.
-TALOS_HALF_SITTING = [
-    *(0.0, 0.0, -0.411354, 0.859395, -0.448041, -0.001708) * 2,
-    *(0.0, 0.006761),
-    *(0.25847, 0.173046, -0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0),
-    *(-0.25847, -0.173046, 0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0),
-    *(0.0, 0.0),
-]
-#: Base of the half-sitting pose: soles on the ground (config/talos_sim.yaml).
-TALOS_BASE_POSE = [0.0, 0.0, 1.01927, 0.0, 0.0, 0.0, 1.0]
-#: 19 cm forward, inward and up from where the left hand starts, (0.11, 0.43, 0.78).
-TALOS_HAND_TARGET = [0.25, 0.40, 0.90]
-
-
 def talos_reaching() -> Scenario:
     """Talos stands on both feet and reaches with its left hand (config/talos_*.yaml).
 
     Contacts (the soles) on top, then the COM over the middle of the feet, then the torso
     upright and the hand, then the posture.
     """
-    controller = {
-        'contacts': ['left_sole_link', 'right_sole_link'],
-        'contact_types': ['surface', 'surface'],
-        'odom_pairing': 'stamp',
-        'task_names': ['com', 'torso', 'hand', 'posture'],
-        'tasks': {
-            'com': {'type': 'com', 'priority': 0, 'kp': 100.0, 'target': [-0.009, 0.0, 0.875]},
-            'torso': {
-                'type': 'frame_orientation',
-                'frame': 'torso_2_link',
-                'priority': 1,
-                'kp': 100.0,
-                'target': [0.0, 0.0, 0.0, 1.0],
-            },
-            'hand': {
-                'type': 'frame_position',
-                'frame': 'gripper_left_base_link',
-                'priority': 1,
-                'kp': 100.0,
-                'target': TALOS_HAND_TARGET,
-            },
-            'posture': {
-                'type': 'joint_posture',
-                'priority': 2,
-                'kp': 25.0,
-                'target': TALOS_HALF_SITTING,
-            },
-        },
-        'joint_state_timeout': 0.5,
-    }
-    sim = {
-        'timestep': 0.001,
-        'control_period': 0.004,
-        'lockstep': True,
-        'real_time_factor': 0.0,  # as fast as the controller answers
-        'ground_plane': True,
-        'box_collision_links': ['leg_left_6_link', 'leg_right_6_link'],
-        'initial_positions': TALOS_HALF_SITTING,
-        'initial_base_pose': TALOS_BASE_POSE,
-    }
-    target = np.array(TALOS_HAND_TARGET)
+    # The joint-limit level stays on, as the demo has always run it.
+    controller = shipped_parameters('talos_controller.yaml', 'wbc_controller', TALOS_LIMITS)
+    sim = shipped_parameters('talos_sim.yaml', 'wbc_sim', LOCKSTEP_AS_FAST_AS_ANSWERED)
+    target = np.array(controller['tasks']['hand']['target'])  # 19 cm from where it starts
     return Scenario(
         robot='talos',
         description='Talos on both feet reaches 19 cm with its left hand, COM over its feet',
         controller=controller,
         sim=sim,
-        diagnostics={'exact_rate': 0.0, 'publish_rate': 2.0},
+        diagnostics=shipped_parameters('diagnostics.yaml', 'wbc_diagnostics', DEMO_DIAGNOSTICS),
         tracked_task='hand',
         tracked_frame='gripper_left_base_link',
         target=lambda t: target,
@@ -230,8 +180,6 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {'panda': panda_tracking, 'talos'
 
 # Legged: lift a foot ------------------------------------------------------------------------
 
-SOLO12_STANDING = [0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
-SOLO12_FEET = ['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT']
 #: Lift height (m), hold time in the air (s).
 FOOT_LIFT_M, FOOT_HOLD_S = 0.05, 2.0
 
@@ -244,45 +192,34 @@ def solo12_lift() -> LeggedScenario:
     where it started, its contact closes over 0.3 s, and the COM moves back. Effort limits are
     Solo12's actuators (2.7 N m: 0.025 N m/A, 12 A, gear 9), not the URDF's 1000 N m.
     """
-    controller = {
-        'contacts': SOLO12_FEET,
-        'contact_types': ['point'] * 4,
-        'friction_coefficient': 0.7,
-        'odom_pairing': 'stamp',
-        # Long enough that a loop starved of CPU is not taken for a stale one (the watchdog's
-        # command would step the lock-stepped simulator); if it were, hold the robot up.
-        'joint_state_timeout': 5.0,
-        'stale_command': 'gravity',
-        'effort_limits': 2.7,
-        'contact_transition_time': 0.3,
-        'task_names': ['com', 'base_orientation', 'foot', 'posture'],
-        'tasks': {
-            'com': {'type': 'com', 'priority': 0, 'kp': 100.0},
-            'base_orientation': {
-                'type': 'frame_orientation',
-                'frame': 'base_link',
-                'priority': 0,
-                'kp': 100.0,
-                'target': [0.0, 0.0, 0.0, 1.0],
-            },
-            'foot': {'type': 'frame_position', 'frame': 'FL_FOOT', 'priority': 1, 'kp': 900.0},
-            'posture': {
-                'type': 'joint_posture',
-                'priority': 2,
-                'kp': 10.0,
-                'target': SOLO12_STANDING,
+    controller = shipped_parameters(
+        'solo12_controller.yaml',
+        'wbc_controller',
+        {
+            # Long enough that a loop starved of CPU is not taken for a stale one (the
+            # watchdog's command would step the lock-stepped simulator); if it were, hold it up.
+            'joint_state_timeout': 5.0,
+            'stale_command': 'gravity',
+            'effort_limits': 2.7,
+            'contact_transition_time': 0.3,
+            'task_names': ['com', 'base_orientation', 'foot', 'posture'],
+            'tasks': {
+                'com': {'type': 'com', 'priority': 0, 'kp': 100.0},
+                'foot': {
+                    'type': 'frame_position',
+                    'frame': 'FL_FOOT',
+                    'priority': 1,
+                    'kp': 900.0,
+                },
             },
         },
-    }
-    sim = {
-        'timestep': 0.001,
-        'control_period': 0.002,
-        'lockstep': True,
-        'real_time_factor': 0.0,  # as fast as the controller answers
-        'lockstep_resend_period': 5.0,
-        'ground_plane': True,
-        'initial_positions': SOLO12_STANDING,
-    }
+    )
+    sim = shipped_parameters(
+        'solo12_sim.yaml',
+        'wbc_sim',
+        {**LOCKSTEP_AS_FAST_AS_ANSWERED, 'lockstep_resend_period': 5.0},
+    )
+    feet = controller['contacts']  # FL first
     shift = (-0.04, -0.035, 0.0)
     lift = (0.0, 0.0, FOOT_LIFT_M)
     return LeggedScenario(
@@ -294,7 +231,7 @@ def solo12_lift() -> LeggedScenario:
         com_moves=(Move(0.6, 1.0, shift), Move(5.6, 1.0, tuple(-v for v in shift))),
         foot_task='foot',
         foot_moves=(Move(2.1, 0.5, lift), Move(2.6 + FOOT_HOLD_S, 0.5, (0.0, 0.0, -FOOT_LIFT_M))),
-        contacts=((1.7, tuple(SOLO12_FEET[1:])), (5.2, tuple(SOLO12_FEET))),
+        contacts=((1.7, tuple(feet[1:])), (5.2, tuple(feet))),
         base_frame='base_link',
     )
 
@@ -309,63 +246,50 @@ def talos_lift() -> LeggedScenario:
     where it started, its contact closes and the pelvis moves back over 2 s. The torso is kept
     level with the feet's tasks, the pelvis below them, with the posture.
     """
-    controller = {
-        'contacts': ['left_sole_link', 'right_sole_link'],
-        'contact_types': ['surface', 'surface'],
-        'friction_coefficient': 0.7,
-        'odom_pairing': 'stamp',
-        # As Solo12's: a command lost right after discovery (the controller's first answer
-        # published before its writer matched the monitor's reader) is replaced by the
-        # watchdog's gravity command after 5 s instead of stalling the lock-stepped loop (60 s
-        # did, 2 runs in 8 at load 7). A controller starved of CPU that long is no stale state:
-        # the watchdog's first check after a stall waits for the state queued behind it.
-        'joint_state_timeout': 5.0,
-        'stale_command': 'gravity',
-        'contact_transition_time': 0.3,
-        'task_names': ['pelvis', 'torso', 'left_foot', 'pelvis_orientation', 'posture'],
-        'tasks': {
-            'pelvis': {'type': 'frame_position', 'frame': 'base_link', 'priority': 0, 'kp': 100.0},
-            'torso': {
-                'type': 'frame_orientation',
-                'frame': 'torso_2_link',
-                'priority': 1,
-                'kp': 100.0,
-                'target': [0.0, 0.0, 0.0, 1.0],
-            },
-            'left_foot': {
-                'type': 'frame_pose',
-                'frame': 'left_sole_link',
-                'priority': 1,
-                'kp': 400.0,
-            },
-            # Level, with the posture, below the feet: at priority 1 it pitched the re-closed
-            # left sole and Talos slid; without it the pelvis pitched 3.95 deg on one foot.
-            'pelvis_orientation': {
-                'type': 'frame_orientation',
-                'frame': 'base_link',
-                'priority': 2,
-                'kp': 40.0,
-                'target': [0.0, 0.0, 0.0, 1.0],
-            },
-            'posture': {
-                'type': 'joint_posture',
-                'priority': 2,
-                'kp': 25.0,
-                'target': TALOS_HALF_SITTING,
+    controller = shipped_parameters(
+        'talos_controller.yaml',
+        'wbc_controller',
+        {
+            **TALOS_LIMITS,
+            # As Solo12's: a command lost right after discovery (the controller's first answer
+            # published before its writer matched the monitor's reader) is replaced by the
+            # watchdog's gravity command after 5 s instead of stalling the lock-stepped loop. A
+            # controller starved of CPU that long is no stale state: the watchdog's first check
+            # after a stall waits for the state queued behind it.
+            'joint_state_timeout': 5.0,
+            'stale_command': 'gravity',
+            'contact_transition_time': 0.3,
+            'task_names': ['pelvis', 'torso', 'left_foot', 'pelvis_orientation', 'posture'],
+            'tasks': {
+                'pelvis': {
+                    'type': 'frame_position',
+                    'frame': 'base_link',
+                    'priority': 0,
+                    'kp': 100.0,
+                },
+                'left_foot': {
+                    'type': 'frame_pose',
+                    'frame': 'left_sole_link',
+                    'priority': 1,
+                    'kp': 400.0,
+                },
+                # Level, with the posture, below the feet: at priority 1 it pitched the
+                # re-closed left sole and Talos slid; without it the pelvis pitched on one foot.
+                'pelvis_orientation': {
+                    'type': 'frame_orientation',
+                    'frame': 'base_link',
+                    'priority': 2,
+                    'kp': 40.0,
+                    'target': [0.0, 0.0, 0.0, 1.0],
+                },
             },
         },
-    }
-    sim = {
-        'timestep': 0.001,
-        'control_period': 0.004,
-        'lockstep': True,
-        'real_time_factor': 0.0,  # as fast as the controller answers
-        'lockstep_resend_period': 5.0,
-        'ground_plane': True,
-        'box_collision_links': ['leg_left_6_link', 'leg_right_6_link'],
-        'initial_positions': TALOS_HALF_SITTING,
-        'initial_base_pose': TALOS_BASE_POSE,
-    }
+    )
+    sim = shipped_parameters(
+        'talos_sim.yaml',
+        'wbc_sim',
+        {**LOCKSTEP_AS_FAST_AS_ANSWERED, 'lockstep_resend_period': 5.0},
+    )
     shift = (-0.01, -0.085, 0.0)  # the pelvis from (0, 0) to over the right sole
     lift = (0.0, 0.0, FOOT_LIFT_M)
     return LeggedScenario(

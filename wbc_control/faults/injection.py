@@ -28,8 +28,9 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-import yaml
 
+from wbc_control.config.schema import load_schema
+from wbc_control.config.shipped import node_parameters
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -37,6 +38,7 @@ from wbc_control.ros.runtime import executable
 
 NAMESPACE = '/fault_injection'
 NODE = 'fault_injection_controller'
+NODE_SCHEMA = 'wbc_controller'
 #: Wall-clock bound of a wait on the controller's answer (a loaded machine can take seconds).
 ANSWER_TIMEOUT_S = 60.0
 #: Identical commands in a row that show the soft start is over for a constant state.
@@ -64,7 +66,7 @@ class FaultProbe:
         self.good = _posture_target(self.parameters, len(self.names))
         if self.good is None:  # no posture target: mid-range
             self.good = np.where(finite, 0.5 * (lower + upper), 0.0)
-        self.timeout = float(self.parameters.get('joint_state_timeout', 0.1))
+        self.timeout = float(self.parameters['joint_state_timeout'])
         self.log = tempfile.NamedTemporaryFile('w+', suffix='.log', delete=False)
         base = [executable('wbc_controller'), '--ros-args', '--params-file', str(params_file)]
         self.base_args = [*base, '-p', f'urdf_path:={urdf}']
@@ -122,7 +124,7 @@ class FaultProbe:
         `STEADY_COMMANDS` commands equal and not the safe command.
         """
         self.commands.clear()
-        soft_start = float(self.parameters.get('soft_start_time', 0.5))
+        soft_start = float(self.parameters['soft_start_time'])
         started = time.monotonic()
         safe = self.safe_command()
         while time.monotonic() < started + timeout:
@@ -135,8 +137,8 @@ class FaultProbe:
     def safe_command(self) -> np.ndarray:
         """The stale command at the good state, in `command_joints` order."""
         order = [self.names.index(j) for j in self.parameters.get('command_joints') or self.names]
-        kind = self.parameters.get('stale_command', 'zero')
-        if kind == 'zero' or self.parameters.get('robot_compensates_gravity', False):
+        kind = self.parameters['stale_command']
+        if kind == 'zero' or self.parameters['robot_compensates_gravity']:
             return np.zeros(len(order))
         state = RobotState(self.robot)
         state.update(self.good, np.zeros(len(self.names)))
@@ -180,9 +182,9 @@ class FaultProbe:
 
 
 def _parameters(params_file: Path) -> dict:
-    document = yaml.safe_load(params_file.read_text())
-    (section,) = document.values()
-    return section['ros__parameters']
+    """The file's controller parameters over the schema's defaults (what the node will use)."""
+    defaults = {name: spec.default for name, spec in load_schema(NODE_SCHEMA).parameters.items()}
+    return defaults | node_parameters(params_file, NODE_SCHEMA)
 
 
 def _posture_target(parameters: dict, size: int) -> np.ndarray | None:
@@ -264,7 +266,7 @@ def silent_publisher(probe: FaultProbe) -> Row:
     probe.spin_until(lambda: False, probe.timeout + 0.5)
     first = next((i for i, (_, c) in enumerate(probe.commands) if is_safe(c)), None)
     late = [] if first is None else [c for _, c in probe.commands[first:]]
-    kind = probe.parameters.get('stale_command', 'zero')
+    kind = probe.parameters['stale_command']
     ok = came and len(late) > 1 and is_safe(late[-1])
     probe.log.flush()
     log = Path(probe.log.name).read_text(errors='replace')

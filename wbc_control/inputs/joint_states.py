@@ -16,14 +16,15 @@ from typing import NamedTuple
 
 import numpy as np
 
+from wbc_control.defaults import schema_default
 from wbc_control.exceptions import InvalidShape, InvalidValue, MissingJoints
 from wbc_control.inputs.timing import DEFAULT_FUTURE_TOLERANCE_S, InputRejected, StampRules
 from wbc_control.model.robot_model import JointStateMapping, RobotModel
 
 #: Radians (metres for prismatic joints) a position may lie beyond its URDF limit.
-DEFAULT_POSITION_MARGIN = 0.1
+DEFAULT_POSITION_MARGIN = float(schema_default('joint_state_input', 'position_margin'))
 #: A speed above this multiple of the URDF velocity limit is not believed.
-DEFAULT_VELOCITY_FACTOR = 2.0
+DEFAULT_VELOCITY_FACTOR = float(schema_default('joint_state_input', 'velocity_factor'))
 
 # One C call each per message (`ndarray.sum` / `.any` add a Python wrapper to each call).
 _SUM, _ANY = np.add.reduce, np.logical_or.reduce

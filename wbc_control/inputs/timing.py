@@ -23,10 +23,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from wbc_control.defaults import schema_default
 from wbc_control.exceptions import InvalidValue, WbcError
 
 #: Default tolerance (s) for stamps ahead of the node's clock (clock skew between hosts).
-DEFAULT_FUTURE_TOLERANCE_S = 0.05
+DEFAULT_FUTURE_TOLERANCE_S = float(schema_default('wbc_controller', 'future_stamp_tolerance'))
 
 
 def _positive(value: float, what: str) -> float:

@@ -24,12 +24,8 @@ class MimicJoint(NamedTuple):
     offset: float = 0.0
 
 
-def urdf_mimic_joints(urdf_xml: str) -> tuple[MimicJoint, ...]:
-    """The `<mimic>` declarations of a URDF, in document order (none if it cannot be read)."""
-    try:
-        robot = ET.fromstring(urdf_xml)
-    except ET.ParseError:
-        return ()
+def urdf_mimic_joints(robot: ET.Element) -> tuple[MimicJoint, ...]:
+    """The `<mimic>` declarations of a URDF's ``<robot>`` element, in document order."""
     found = []
     for joint in robot.iter('joint'):
         mimic = joint.find('mimic')

@@ -39,6 +39,7 @@ from wbc_control.model.mimic_joints import (
     filled_mimics,
     urdf_mimic_joints,
 )
+from wbc_control.model.urdf_xml import parse_urdf
 
 FREE_FLYER_NQ = 7
 FREE_FLYER_NV = 6
@@ -127,16 +128,15 @@ class RobotModel:
     @classmethod
     def from_urdf_string(cls, urdf_xml: str, floating_base: bool = False) -> 'RobotModel':
         """Parse URDF XML (the ROS `robot_description` convention)."""
-        if not urdf_xml or not urdf_xml.strip():
-            raise ModelError('robot_description is empty')
+        root = parse_urdf(urdf_xml)
         try:
             if floating_base:
                 model = pin.buildModelFromXML(urdf_xml, pin.JointModelFreeFlyer())
             else:
                 model = pin.buildModelFromXML(urdf_xml)
         except (RuntimeError, ValueError) as error:
-            raise ModelError(f'cannot parse the URDF: {error}') from error
-        return cls(model, floating_base, urdf_mimic_joints(urdf_xml))
+            raise ModelError(f'Pinocchio cannot build a model of the URDF: {error}') from error
+        return cls(model, floating_base, urdf_mimic_joints(root))
 
     @classmethod
     def from_urdf_path(cls, path: str | Path, floating_base: bool = False) -> 'RobotModel':

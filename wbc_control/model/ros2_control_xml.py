@@ -16,26 +16,12 @@ from pathlib import Path
 import xml.etree.ElementTree as ET
 
 from wbc_control.exceptions import ModelError
+from wbc_control.model.urdf_xml import parse_urdf
 
 HARDWARE_PLUGIN = 'gz_ros2_control/GazeboSimSystem'
 GZ_PLUGIN_FILENAME = 'gz_ros2_control-system'
 GZ_PLUGIN_NAME = 'gz_ros2_control::GazeboSimROS2ControlPlugin'
 MOVABLE_JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
-
-
-def parse_urdf(urdf_xml: str) -> ET.Element:
-    """The ``<robot>`` element of a URDF.
-
-    Raises:
-        ModelError: not XML, or not a URDF.
-    """
-    try:
-        root = ET.fromstring(urdf_xml)
-    except ET.ParseError as error:
-        raise ModelError(f'the robot description is not valid XML: {error}') from error
-    if root.tag != 'robot':
-        raise ModelError(f'the robot description is not a URDF (root <{root.tag}>, not <robot>)')
-    return root
 
 
 def has_ros2_control(root: ET.Element) -> bool:

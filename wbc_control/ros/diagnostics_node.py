@@ -29,8 +29,8 @@ from wbc_control.conditioning.monitor import (
     ConditioningMonitor,
     DiagnosticsSettings,
     InertiaEvaluator,
-    settings_from,
 )
+from wbc_control.config.diagnostics import diagnostics_settings
 from wbc_control.config.schema import load_schema
 from wbc_control.exceptions import InvalidValue
 from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejected
@@ -61,12 +61,17 @@ class DiagnosticsNode(Node):
         self._robot = load_robot_model(self).robot
         values = declare_node_parameters(self, self._schema)
         try:
-            settings = settings_from(values)
+            settings = diagnostics_settings(values)
         except InvalidValue as error:
             raise StartupError(str(error)) from error
         self._monitor = ConditioningMonitor(settings)
         self._inertia = InertiaEvaluator(self._robot)
-        self._decoder = JointStateDecoder(self._robot)
+        # The controller's plausibility rules (one shared schema): both accept the same states.
+        self._decoder = JointStateDecoder(
+            self._robot,
+            position_margin=values['position_margin'],
+            velocity_factor=values['velocity_factor'],
+        )
         self._throttled = ThrottledLog(self.get_logger(), _REJECTION_LOG_PERIOD_S)
         self._zero_velocities: dict[int, list[float]] = {}
         self._condition_pub = self.create_publisher(Float64, '~/condition_number', 10)
@@ -160,7 +165,7 @@ class DiagnosticsNode(Node):
         changes = {p.name: p.value for p in parameters if p.name in values}
         if not changes:
             return current
-        return settings_from({**values, **changes})
+        return diagnostics_settings({**values, **changes})
 
 
 def main(args: list[str] | None = None) -> None:

@@ -51,6 +51,7 @@ import numpy as np
 
 from wbc_control.exceptions import InvalidValue, ModelError
 from wbc_control.model.example_robots import robots_directory
+from wbc_control.model.urdf_xml import parse_urdf
 from wbc_control.sim.rigid_body_inertia import AdjustedInertia, rigid_body_inertia
 
 #: Mesh file suffixes MuJoCo decodes (compared case-insensitively).
@@ -218,12 +219,7 @@ def prepare_urdf(
     Raises:
         ModelError: the XML is not a URDF.
     """
-    try:
-        robot = ET.fromstring(urdf_xml)
-    except ET.ParseError as error:
-        raise ModelError(f'cannot parse the URDF: {error}') from error
-    if robot.tag != 'robot':
-        raise ModelError(f"the URDF's root element is <{robot.tag}>, not <robot>")
+    robot = parse_urdf(urdf_xml)
     root_link = _root_link(robot)
     dropped: list[DroppedMesh] = []
     moving = {root_link} | {
