@@ -2,10 +2,9 @@
 
 The controller's matrices are small (9×9 to 38×38). Multithreaded OpenBLAS wakes its threads
 for each product and solve; on a machine whose cores are busy, a woken thread that has to wait
-for a core turns a 40 µs solve into milliseconds (measured on 2 cores with two other CPU-bound
-processes: the Talos tick's p90 went from 3 ms to 32 ms, its p99 from 9 ms to 144 ms). The
-variables are read when numpy and scipy load their BLAS, so they must be set before any of them
-is imported. This module imports nothing that loads BLAS.
+for a core turns a microsecond solve into milliseconds (docs/performance.md). The variables are
+read when numpy and scipy load their BLAS, so they must be set before any of them is imported.
+This module imports nothing that loads BLAS.
 """
 
 from collections.abc import MutableMapping

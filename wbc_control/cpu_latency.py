@@ -2,14 +2,13 @@
 
 Between two joint states at 1 kHz the controller's CPU is idle for most of a millisecond. An
 idle CPU halts (on a virtual machine the halt also leaves the guest), and the next state then
-waits for it to wake: on a 2-core virtual machine a Panda callback after 0.9 ms of idle took
-226-240 µs p50 against 205-218 µs with the CPUs kept polling (docs/performance.md, "The CPUs
-kept out of idle"). Linux's PM QoS interface bounds how long a CPU may take to wake: a process
-that opens `/dev/cpu_dma_latency` and writes a latency in µs holds that bound for every CPU
-until it closes the file; at 0 the idle loop polls instead of halting, as real-time guides for
-robot computers recommend and `cyclictest` does by default. The price is power: idle CPUs stay
-busy polling while the request is held. Writing the file needs root or write access given to
-the controller's user (a udev rule, docs/on_a_real_robot.md).
+waits for it to wake (docs/performance.md has the figures). Linux's PM QoS interface bounds how
+long a CPU may take to wake: a process that opens `/dev/cpu_dma_latency` and writes a latency
+in µs holds that bound for every CPU until it closes the file; at 0 the idle loop polls instead
+of halting, as real-time guides for robot computers recommend and `cyclictest` does by default.
+The price is power: idle CPUs stay busy polling while the request is held. Writing the file
+needs root or write access given to the controller's user (a udev rule,
+docs/on_a_real_robot.md).
 """
 
 import os

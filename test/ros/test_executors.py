@@ -23,7 +23,7 @@ def test_spin_runs_callbacks_and_ends_at_shutdown(monkeypatch, kind):
     if kind == 'events' and executor_kind() != 'events':
         pytest.skip('this rclpy has no EventsExecutor')
     context = rclpy.Context()
-    rclpy.init(context=context)  # the session's own domain (conftest.py)
+    rclpy.init(context=context)  # the test run's own domain (conftest.py)
     received = []
     try:
         node = rclpy.create_node('executor_test', context=context)

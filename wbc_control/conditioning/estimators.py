@@ -26,7 +26,7 @@ _SYMMETRY_RTOL = 1e-9
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 _FLOAT = np.dtype(float)
 # Sample times are sums or products of decimal steps; without this slack a period of 0.5 s sampled
-# every 10 ms would fire one sample late whenever the time of the 50th sample rounds below 0.5.
+# every 10 ms would fire one sample late whenever the time of the 50th sample lands below 0.5.
 _TIME_TOLERANCE_S = 1e-9
 
 

@@ -1,19 +1,17 @@
 """The executor that spins the nodes: rclpy's EventsExecutor where it exists and is faster.
 
-rclpy's `EventsExecutor` (`rclpy.experimental`, in the Jazzy and Kilted wheels) dispatches
-each ready subscription from an event queue filled by the middleware's callbacks, instead of
-rebuilding a wait set and scanning every entity on each turn as `SingleThreadedExecutor`
-does. Its own `spin()` is not usable in these wheels: it blocks in C++ without running the
-subscriptions' callbacks or Python's signal handlers (measured with a 100 Hz topic: no
-callback in 2 s, and SIGINT ignored). Its `spin_once(timeout_sec)` works, so the executor
-returned here spins by calling that in a loop, waking at least every
-:data:`SPIN_WAKE_S` seconds so that a stop signal is handled. A stop signal's
-KeyboardInterrupt that lands inside a callback would be logged by the EventsExecutor as a
-fatal callback error with a traceback (it still propagates); callbacks are therefore
-guarded so that the interrupt is raised from the loop, between callbacks, as
-`SingleThreadedExecutor` raises it. (`runtime.run_node` raises none once the spin runs:
-rclpy's own handler shuts the context down, and a callback that then finds its publisher's
-context invalid ends quietly here.)
+rclpy's `EventsExecutor` (`rclpy.experimental`, in the Jazzy and Kilted wheels) dispatches each
+ready subscription from an event queue filled by the middleware's callbacks, instead of
+rebuilding a wait set and scanning every entity on each turn as `SingleThreadedExecutor` does.
+Its own `spin()` is not usable in these wheels: it blocks in C++ without running the
+subscriptions' callbacks or Python's signal handlers. Its `spin_once(timeout_sec)` works, so
+the executor returned here spins by calling that in a loop, waking at least every
+:data:`SPIN_WAKE_S` seconds so that a stop signal is handled. A stop signal's KeyboardInterrupt
+that lands inside a callback would be logged by the EventsExecutor as a fatal callback error
+with a traceback (it still propagates); callbacks are therefore guarded so that the interrupt
+is raised from the loop, between callbacks, as `SingleThreadedExecutor` raises it.
+(`runtime.run_node` raises none once the spin runs: rclpy's own handler shuts the context down,
+and a callback that then finds its publisher's context invalid ends quietly here.)
 
 `WBC_EXECUTOR=single` (or `events`) in the environment overrides the choice, for measuring
 one against the other (`wbc_bench`'s DDS runs; docs/performance.md); an unknown value is named
@@ -22,9 +20,7 @@ in a warning.
 A node whose timers are its product pins `SingleThreadedExecutor` (its class attribute
 `EXECUTOR`): the diagnostics sidecar, whose status must keep its rate while joint states
 flood it. The events executor queues every event in one FIFO, so a node slower than its input
-sees its timers wait behind the backlog: beside `wbc_sim` at real_time_factor 0 it left the
-sidecar's 20 Hz status silent for 3 to 8 s of the node's own work, on the ROS clock and on the
-steady clock alike (docs/performance.md, test/ros/test_sim_time_timers.py).
+sees its timers wait behind the backlog (test/ros/test_sim_time_timers.py).
 """
 
 from collections.abc import Callable

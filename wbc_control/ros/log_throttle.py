@@ -1,12 +1,11 @@
 """Log lines throttled per key, decided before the logger is called.
 
 rclpy's own throttle (`logger.warning(..., throttle_duration_sec=...)`) names its caller on
-every call, printed or not: it walks the stack and reads the caller's source line, about
-130 µs on the benchmark machine, twice a Panda tick. On a path that runs per message (a
-rejected joint state, a tick that fails) a publisher sending bad data at 1 kHz would spend a
-sixth of a core on lines that are never printed. `ThrottledLog` checks a monotonic clock
-first and calls the logger only for a line it prints; the next printed line of a key says how
-many were held back since.
+every call, printed or not: it walks the stack and reads the caller's source line, which costs
+more than a tick. On a path that runs per message (a rejected joint state, a tick that fails) a
+publisher sending bad data would spend much of a core on lines that are never printed.
+`ThrottledLog` checks a monotonic clock first and calls the logger only for a line it prints;
+the next printed line of a key says how many were held back since.
 """
 
 from collections.abc import Callable

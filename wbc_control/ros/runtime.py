@@ -140,9 +140,8 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
             if note is not None:
                 node.get_logger().warning(note)
             executor.add_node(node)
-            # Everything built so far lives as long as the node: keep it out of the
-            # collector's passes, so that a collection during a tick walks only what the
-            # tick allocated.
+            # What lives as long as the node stays out of the collector's passes, so that a
+            # collection during a tick walks only what the tick allocated.
             gc.collect()
             gc.freeze()
             if signals.stopping:  # a stop signal arrived while a finalizer ran (`_on_signal`)
@@ -168,18 +167,12 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
         signals.stopping = True
         try:
             if executor is not None:
-                # Before the node's entities go: with it still up, Fast DDS held the deletion
-                # of one of them past the stop deadline in 7 of 176 Jazzy launches under load
-                # (the sidecar, SingleThreadedExecutor), none in 80 after.
+                # Before the node's entities go: otherwise Fast DDS can hold an entity's
+                # deletion past the stop deadline (test_launch_run: Ctrl-C ends with exit 0).
                 executor.shutdown(timeout_sec=0)
         finally:  # the node's teardown whatever the executor did
             _shut_down(node)
             signals.ignore()
-    # The console scripts skip the interpreter's teardown (end_process); when it runs (e.g.
-    # `python -m`), it would run the cycle collector over every object numpy, scipy,
-    # Pinocchio and MuJoCo allocated, more than once. Frozen objects are skipped by the
-    # collector but still released by reference counting.
-    gc.freeze()
     return code
 
 
@@ -195,9 +188,8 @@ _TEARING_DOWN = threading.Event()
 def _force_exit() -> None:
     """End the process, saying why; where every thread was unless the middleware held it up."""
     if _TEARING_DOWN.is_set():
-        # Fast DDS sometimes takes seconds to delete an entity right after the peers it talked
-        # to have exited (Jazzy under load: wbc_diagnostics 3 s and more in a publisher's or a
-        # parameter service's destroy, the controller and the simulator already gone).
+        # Fast DDS can take seconds to delete an entity right after its peers have exited
+        # (test_stop_signals: the middleware slow to release the node is left and named).
         sys.stderr.write(
             f'the middleware had not released the node {STOP_DEADLINE_S:g} s after the stop '
             'signal: ending without waiting for it\n'
@@ -259,14 +251,12 @@ class _StopSignals:
     def _arm_deadline(self) -> None:
         """A stop signal must end the process even if the shutdown hangs.
 
-        A normal shutdown takes well under 1 s. Later signals are ignored (above), so a hang in
-        the shutdown would otherwise last until SIGKILL; a daemon thread ends the process after
-        :data:`STOP_DEADLINE_S` instead, saying so and printing every thread's stack (which is
-        how the middleware's slow teardown was found; that one it names without the stacks,
-        :func:`_force_exit`). That thread needs the GIL: should a call
-        hold it through the deadline (an idle wbc_diagnostics once took 10 s to exit, blocked,
-        and the timer never ran), faulthandler's own thread, which needs no GIL, prints every
-        thread's stack 0.5 s later and ends the process with exit code 1.
+        Later signals are ignored (above), so a hang in the shutdown would otherwise last until
+        SIGKILL; a daemon thread ends the process after :data:`STOP_DEADLINE_S` instead, saying
+        so and printing every thread's stack (a slow middleware it names without the stacks,
+        :func:`_force_exit`). That thread needs the GIL: should a call hold it through the
+        deadline, faulthandler's own thread, which needs no GIL, prints every thread's stack
+        0.5 s later and ends the process with exit code 1 (test_stop_signals).
         """
         if self._deadline is None:
             self._deadline = threading.Timer(STOP_DEADLINE_S, _force_exit)
