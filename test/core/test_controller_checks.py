@@ -85,6 +85,19 @@ def test_inputs_check_levels():
     assert (floating.values['odom_age_s'], floating.values['odom_pairing']) == (0.02, 'stamp')
 
 
+def test_an_inactive_controller_is_ok_and_a_soft_stop_is_named():
+    statistics = statistics_after_one_tick()
+    fresh = InputState(False, 0.01, 500.0, 'no valid joint state for 0.01 s', 'gravity')
+    assert inputs_check(statistics, fresh).values['control'] == 'active'
+    stopping = inputs_check(statistics, fresh._replace(control='stopping'))
+    assert stopping.severity is Severity.OK
+    assert 'soft stop: ramping to the gravity command' in stopping.summary
+    # Inactive: neither stale (an ERROR while active) nor waiting for states.
+    inactive = inputs_check(statistics, fresh._replace(stale=True, control='inactive'))
+    assert inactive.severity is Severity.OK and inactive.summary.startswith('inactive')
+    assert inactive.values['control'] == 'inactive'
+
+
 def test_torques_check_levels():
     ok = torques_check(statistics_after_one_tick(), JOINTS, 'zero')
     assert ok.severity is Severity.OK and ok.values['saturated_joints'] == ''

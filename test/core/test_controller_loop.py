@@ -3,6 +3,7 @@
 import numpy as np
 import numpy.testing as npt
 import pinocchio as pin
+import pytest
 from robots import robot
 
 from wbc_control.config import build_entries, parse_tasks
@@ -180,3 +181,171 @@ def test_a_torque_the_controller_clipped_itself_is_reported_as_saturated():
     outcome = loop.tick(READY + 0.1, np.zeros(9), None, None, 1.0)
     assert np.abs(outcome.torque).max() == 5.0
     npt.assert_array_equal(loop.statistics.saturated, np.abs(outcome.torque) == 5.0)
+
+
+# A managed controller: activate, deactivate (soft stop) -------------------------------------
+
+#: Torque rate limits (N m/s), one per joint, all different.
+RATE = np.array([8.0, 30.0, 10.0, 25.0, 20.0, 15.0, 12.0, 2.0, 1.5])
+DT = 0.004
+
+
+def managed_loop(stale_command: str = 'gravity', rate=RATE, soft_stop_time: float = 0.3):
+    """A posture loop built inactive, with per-joint rate limits, soft start and soft stop."""
+    loop = posture_loop(stale_command=stale_command)
+    output = CommandOutput(TorqueLimiter(robot('panda').effort_limits, rate))
+    return ControllerLoop(
+        loop.controller,
+        output,
+        stale_command,
+        timeout=0.1,
+        soft_start_time=0.2,
+        soft_stop_time=soft_stop_time,
+        active=False,
+    )
+
+
+#: Where the arm is held, off READY by a different amount on every joint (rad; fingers at rest).
+OFFSET = np.array([0.12, -0.1, 0.08, -0.07, 0.11, -0.09, 0.05, 0.0, 0.0])
+
+
+def state_at(t: float) -> tuple[np.ndarray, np.ndarray]:
+    """An arm moving slowly about READY + OFFSET, every joint at its own phase."""
+    phase = np.arange(9) * 0.7
+    positions = READY + OFFSET + 0.03 * np.sin(2.0 * t + phase)
+    positions[7:] = 0.02
+    velocities = 0.06 * np.cos(2.0 * t + phase)
+    velocities[7:] = 0.0
+    return positions, velocities
+
+
+def run(loop: ControllerLoop, start_s: float, ticks: int) -> list[tuple[float, np.ndarray]]:
+    """`ticks` ticks DT apart from `start_s` while the loop commands: (time, command) each."""
+    sent = []
+    for k in range(ticks):
+        now_s = start_s + k * DT
+        if not loop.commanding:
+            break
+        outcome = loop.tick(*state_at(now_s), None, None, now_s, wall_s=now_s)
+        loop.sent(now_s)
+        sent.append((now_s, outcome.torque))
+        if outcome.stopped:
+            break
+    return sent
+
+
+def gravity_at(t: float) -> np.ndarray:
+    model = robot('panda').model
+    return pin.computeGeneralizedGravity(model, model.createData(), state_at(t)[0])
+
+
+def steps_within_rate(sent: list[tuple[float, np.ndarray]], rate: np.ndarray) -> np.ndarray:
+    """|Δτ| / (rate dt) of consecutive commands, `(k, 9)`: all <= 1 within the rate limit."""
+    times = np.array([t for t, _ in sent])
+    commands = np.array([c for _, c in sent])
+    return np.abs(np.diff(commands, axis=0)) / (rate * np.diff(times)[:, None])
+
+
+def test_an_inactive_loop_ticks_nothing_until_activated_then_ramps_from_the_holding_torque():
+    loop = managed_loop()
+    assert not loop.commanding
+    assert not loop.watchdog(5.0, 5.0) and not loop.watchdog(50.0, 50.0) and not loop.stale
+    loop.activate()
+    assert loop.commanding and not loop.watchdog(50.0, 50.0)  # the start's grace
+    sent = run(loop, 50.05, 300)
+    npt.assert_allclose(sent[0][1], gravity_at(50.05), atol=1e-9)  # α = 0: the holding torque
+    ratios = steps_within_rate(sent, RATE)
+    assert ratios.max() <= 1.0 + 1e-9
+    assert np.isclose(ratios, 1.0).any()  # the rate limit held the ramp back somewhere
+    end_s = sent[-1][0]
+    npt.assert_allclose(sent[-1][1], computed_torque(*state_at(end_s), READY), atol=1e-9)
+
+
+def test_deactivate_ramps_to_the_safe_command_within_the_rate_limit_then_sends_nothing():
+    loop = managed_loop()
+    loop.activate()
+    ramp_up = run(loop, 1.0, 400)
+    assert loop.deactivate() and loop.commanding
+    stop_s = ramp_up[-1][0] + DT
+    stop = run(loop, stop_s, 1000)
+    sent = ramp_up[-1:] + stop
+    assert steps_within_rate(sent, RATE).max() <= 1.0 + 1e-9
+    last_s, last = stop[-1]
+    npt.assert_allclose(last, gravity_at(last_s), atol=1e-9)  # the safe command at that state
+    assert last_s >= stop_s + 0.3 - 1e-9  # not before soft_stop_time
+    for now_s, command in stop:
+        if now_s < stop_s + 0.3 - 1e-9:
+            assert not np.allclose(command, gravity_at(now_s), atol=1e-3), now_s
+    assert not loop.commanding
+    assert not loop.watchdog(last_s + 10.0, last_s + 10.0)  # nothing more, not even safe
+
+
+@pytest.mark.parametrize('stale_command', ['zero', 'gravity'])
+def test_without_a_rate_limit_the_soft_stop_is_the_blend_over_soft_stop_time(stale_command):
+    loop = managed_loop(stale_command, rate=np.full(9, np.inf))
+    loop.activate()
+    ramp_up = run(loop, 1.0, 200)
+    loop.deactivate()
+    stop_s = ramp_up[-1][0] + DT
+    stop = run(loop, stop_s, 1000)
+    assert stop[-1][0] == pytest.approx(stop_s + 0.3)  # the first tick with β = 0
+    for now_s, command in stop:
+        beta = max(1.0 - (now_s - stop_s) / 0.3, 0.0)
+        safe = gravity_at(now_s) if stale_command == 'gravity' else np.zeros(9)
+        task = computed_torque(*state_at(now_s), READY)
+        npt.assert_allclose(command, safe + beta * (task - safe), atol=1e-9)
+
+
+def test_a_rate_limit_slower_than_the_soft_stop_holds_it_until_the_safe_command():
+    slow = RATE / 10.0
+    loop = managed_loop('zero', rate=slow, soft_stop_time=0.05)
+    loop.activate()
+    ramp_up = run(loop, 1.0, 2000)
+    last_task = ramp_up[-1][1]
+    loop.deactivate()
+    stop = run(loop, ramp_up[-1][0] + DT, 5000)
+    assert steps_within_rate(ramp_up[-1:] + stop, slow).max() <= 1.0 + 1e-9
+    npt.assert_array_equal(stop[-1][1], np.zeros(9))
+    # As long as the slowest joint needs at its rate, not the 0.05 s asked.
+    needed_s = np.max(np.abs(last_task) / slow)
+    assert stop[-1][0] - ramp_up[-1][0] >= needed_s - 1e-9
+
+
+def test_deactivating_without_a_state_or_while_stale_is_inactive_at_once():
+    loop = managed_loop()
+    loop.activate()
+    assert not loop.deactivate() and not loop.commanding  # activated, no state yet
+    loop.activate()
+    run(loop, 1.0, 10)
+    assert loop.watchdog(1.5, 1.5)  # stale: the safe command went out
+    assert not loop.deactivate() and not loop.commanding
+
+
+def test_the_watchdog_ends_a_soft_stop_with_the_safe_command():
+    loop = managed_loop()
+    loop.activate()
+    sent = run(loop, 1.0, 10)
+    assert loop.deactivate()
+    now_s = sent[-1][0]
+    assert not loop.watchdog(now_s + 0.05, now_s + 0.05) and loop.commanding
+    assert loop.watchdog(now_s + 0.2, now_s + 0.2)  # the node sends the safe command once
+    assert not loop.commanding and not loop.watchdog(now_s + 0.3, now_s + 0.3)
+
+
+def test_a_reactivated_loop_starts_over_from_the_next_state():
+    loop = managed_loop()
+    loop.activate()
+    first = run(loop, 1.0, 100)
+    loop.deactivate()
+    run(loop, first[-1][0] + DT, 1000)
+    loop.restart()  # a clock jump while inactive changes nothing
+    assert not loop.commanding and not loop.stale
+    loop.activate()
+    # As at start-up: no old state counts; the safe command waits for the start's grace and is
+    # then zero (no state), whatever stale_command says.
+    assert loop.state_age(9.0) is None and not loop.watchdog(9.0, 9.0)
+    assert loop.watchdog(9.0, 9.2)
+    npt.assert_array_equal(loop.safe_torque(), np.zeros(9))
+    again = run(loop, 9.3, 300)
+    npt.assert_allclose(again[0][1], gravity_at(9.3), atol=1e-9)
+    npt.assert_allclose(again[-1][1], computed_torque(*state_at(again[-1][0]), READY), atol=1e-9)

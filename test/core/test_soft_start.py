@@ -1,9 +1,9 @@
-"""The soft start ramp (wbc_control.control.soft_start)."""
+"""The soft start and soft stop ramps (wbc_control.control.soft_start)."""
 
 import numpy as np
 import pytest
 
-from wbc_control.control.soft_start import SoftStart
+from wbc_control.control.soft_start import SoftStart, SoftStop
 from wbc_control.exceptions import InvalidValue
 
 TASK = np.array([28.9, -10.0, 3.0])
@@ -47,3 +47,28 @@ def test_a_clock_going_back_starts_over_and_zero_disables():
 def test_invalid_duration(duration):
     with pytest.raises(InvalidValue):
         SoftStart(duration)
+
+
+def test_soft_stop_runs_from_the_task_torque_to_the_safe_command_after_its_restart():
+    stop = SoftStop(0.4)
+    stop.restart()
+    times = 7.0 + np.arange(0.0, 0.6, 0.01)
+    betas = np.array([stop.fraction(t) for t in times])
+    assert betas[0] == 1.0
+    np.testing.assert_allclose(betas[20], 0.5)  # 0.2 s into 0.4 s
+    assert (np.diff(betas) <= 0.0).all() and (betas[times >= 7.4 - 1e-9] == 0.0).all()
+    assert (betas[times < 7.4 - 1e-9] > 0.0).all()
+    stop.restart()
+    assert stop.fraction(9.0) == 1.0 and stop.fraction(9.1) == pytest.approx(0.75)
+
+
+def test_a_zero_soft_stop_is_the_safe_command_at_once():
+    stop = SoftStop(0.0)
+    stop.restart()
+    assert stop.fraction(3.0) == 0.0
+
+
+@pytest.mark.parametrize('duration', [-0.1, np.nan, np.inf])
+def test_an_invalid_soft_stop_names_its_parameter(duration):
+    with pytest.raises(InvalidValue, match='soft_stop_time'):
+        SoftStop(duration)

@@ -29,8 +29,11 @@ def build_loop(
     entries: Sequence[TaskEntry],
     contacts: Sequence[Contact],
     wall_timeout: float,
+    active: bool = True,
 ) -> ControllerLoop:
     """The controller loop of validated settings (the command output limits what is sent).
+
+    `active`: commanding from the first state; else from `ControllerLoop.activate` on.
 
     The controller gets the effort limits as well, so that its joint-limit level scales the
     tasks down to fit them (Flacco, De Luca & Khatib 2012) instead of the output clipping joint
@@ -66,6 +69,8 @@ def build_loop(
         timeout=settings.joint_state_timeout,
         soft_start_time=settings.soft_start_time,
         wall_timeout=wall_timeout,
+        soft_stop_time=settings.soft_stop_time,
+        active=active,
     )
 
 

@@ -46,6 +46,7 @@ _REAL_SETTINGS = (
     'position_margin',
     'velocity_factor',
     'soft_start_time',
+    'soft_stop_time',
     'joint_limit_margin',
     'joint_limit_gain',
     'joint_limit_deceleration',
@@ -81,6 +82,7 @@ class ControllerSettings:
         position_margin: how far beyond a URDF position limit a position is believed (rad, m).
         velocity_factor: speeds above this multiple of the URDF velocity limit are rejected.
         soft_start_time: ramp from the safe command to the task torque (s); 0 = none.
+        soft_stop_time: ramp from the task torque to the safe command when deactivated (s).
         joint_limits: enforce the URDF position limits by a joint-limit level.
         joint_limit_margin, joint_limit_gain, joint_limit_deceleration: that level's wall
             (:class:`~wbc_control.control.joint_limits.JointLimits`).
@@ -107,6 +109,7 @@ class ControllerSettings:
     position_margin: float
     velocity_factor: float
     soft_start_time: float
+    soft_stop_time: float
     joint_limits: bool
     joint_limit_margin: float
     joint_limit_gain: float

@@ -38,17 +38,20 @@ class CommandOutput:
         state: RobotState,
         dt: float | None,
         ramp: tuple[float, np.ndarray] | None = None,
+        stop: tuple[float, np.ndarray] | None = None,
     ) -> LimitedTorque:
         """The command for a controller torque τ at `state`; `dt` (s) enables the rate limit.
 
         `ramp` (α, τ_safe) blends the command with the safe command during a soft start,
-        τ_safe + α (τ − τ_safe) in the torque actually sent, before the limits.
+        τ_safe + α (τ − τ_safe) in the torque actually sent, before the limits; `stop`
+        (β, τ_safe) blends the result the same way during a soft stop.
         """
         if self.compensates_gravity:
             torque = torque - state.gravity[state.robot.indices.v]
-        if ramp is not None and ramp[0] < 1.0:
-            alpha, safe = ramp
-            torque = safe + alpha * (torque - safe)
+        for blend in (ramp, stop):
+            if blend is not None and blend[0] < 1.0:
+                alpha, safe = blend
+                torque = safe + alpha * (torque - safe)
         return self.limiter.apply(torque, dt)
 
     def hold_command(

@@ -46,6 +46,7 @@ class InputState(NamedTuple):
     stale_command: str
     odom_age: float | None = None
     odom_pairing: str | None = None  # set for a floating base
+    control: str = 'active'  # the loop's Mode: 'active', 'stopping' or 'inactive'
 
 
 def clipping_tasks(controller: PrioritizedController, statistics: TickStatistics) -> list[str]:
@@ -136,8 +137,12 @@ def switching_values(report: TransitionReport) -> dict[str, object]:
 
 
 def inputs_check(statistics: TickStatistics, inputs: InputState) -> Check:
-    """State age and rate, rejected inputs; ERROR while stale, WARN when inputs were rejected."""
+    """State age and rate, rejected inputs; ERROR while stale, WARN when inputs were rejected.
+
+    Inactive (a managed controller not activated) is OK: nothing is sent, nothing is stale.
+    """
     values: dict[str, object] = {
+        'control': inputs.control,
         'stale': inputs.stale,
         'joint_state_age_s': _seconds(inputs.state_age),
         'joint_state_rate_hz': inputs.rate_hz,
@@ -146,6 +151,8 @@ def inputs_check(statistics: TickStatistics, inputs: InputState) -> Check:
     if inputs.odom_pairing is not None:
         values['odom_age_s'] = _seconds(inputs.odom_age)
         values['odom_pairing'] = inputs.odom_pairing
+    if inputs.control == 'inactive':
+        return Check(Severity.OK, 'inactive: no joint state ticks, no command is sent', values)
     if inputs.stale:
         summary = f'stale: {inputs.waited}; publishing the {inputs.stale_command} command'
         return Check(Severity.ERROR, summary, values)
@@ -155,7 +162,10 @@ def inputs_check(statistics: TickStatistics, inputs: InputState) -> Check:
         return Check(
             Severity.WARN, f'{sum(rejected.values())} input(s) rejected ({counts})', values
         )
-    return Check(Severity.OK, f'joint states at {inputs.rate_hz:.1f} Hz', values)
+    summary = f'joint states at {inputs.rate_hz:.1f} Hz'
+    if inputs.control == 'stopping':
+        summary += f'; soft stop: ramping to the {inputs.stale_command} command'
+    return Check(Severity.OK, summary, values)
 
 
 def torques_check(

@@ -15,9 +15,20 @@ base). With the joint-limit level the ramp acts on the tasks instead: every task
 acceleration ẍ* is scaled by the ramp's α inside the controller, and the level acts in full
 from the first tick, so that a joint that fell into its limit while the controller was down is
 braked and pulled back at once (blending the torque would have weakened the level too).
+
+A managed controller (the ROS 2 node lifecycle) starts and stops commanding through
+:meth:`ControllerLoop.activate` and :meth:`ControllerLoop.deactivate` (:class:`Mode`). Activating
+starts over as after start-up: the next state ticks with the soft start, the watchdog gives it
+the start's grace. Deactivating ramps the command from the task torque to the safe command
+(`stale_command`) over `soft_stop_time` (:class:`~wbc_control.control.soft_start.SoftStop`,
+blending the torque whatever the joint-limit level does, since the safe command does not keep
+it), within the effort and rate limits: the stop ends at the first tick whose command is the
+safe command itself (the rate limit can hold it back past `soft_stop_time`), or when the
+watchdog sends the safe command, and from then on nothing is sent.
 """
 
 from collections.abc import Sequence
+from enum import Enum
 import time
 import traceback
 from typing import NamedTuple
@@ -26,11 +37,19 @@ import numpy as np
 
 from wbc_control.control.command_output import CommandOutput
 from wbc_control.control.prioritized_controller import PrioritizedController
-from wbc_control.control.soft_start import SoftStart
+from wbc_control.control.soft_start import SoftStart, SoftStop
 from wbc_control.control.tick_statistics import TickStatistics
 from wbc_control.exceptions import WbcError
 from wbc_control.inputs.timing import Watchdog
 from wbc_control.model.robot_state import RobotState
+
+
+class Mode(Enum):
+    """Whether the loop commands the robot; see the module docstring."""
+
+    ACTIVE = 'active'  # every state ticks and is answered
+    STOPPING = 'stopping'  # the soft stop: the ticks ramp the command to the safe command
+    INACTIVE = 'inactive'  # no tick, no command
 
 
 class TickOutcome(NamedTuple):
@@ -43,6 +62,7 @@ class TickOutcome(NamedTuple):
     # An unexpected exception (a bug), its stack without source lines and without its frames
     # (which would tie this tick's locals into a reference cycle), else None.
     bug: traceback.TracebackException | None = None
+    stopped: bool = False  # the soft stop's last command: nothing is sent after it
 
     @property
     def trace(self) -> str:
@@ -60,6 +80,9 @@ class ControllerLoop:
         timeout: seconds without a tick before the watchdog sends the safe command.
         soft_start_time: ramp duration (s) from the safe command to the task torque; 0: none.
         wall_timeout: the watchdog's wall-clock limit (s); default `timeout`.
+        soft_stop_time: ramp duration (s) from the task torque to the safe command when
+            deactivated; 0: the safe command at the next tick.
+        active: command from the first state (else from :meth:`activate` on).
     """
 
     def __init__(
@@ -70,12 +93,16 @@ class ControllerLoop:
         timeout: float,
         soft_start_time: float = 0.0,
         wall_timeout: float | None = None,
+        soft_stop_time: float = 0.0,
+        active: bool = True,
     ) -> None:
         robot = controller.robot
         self.controller, self.output = controller, output
         self.stale_command, self.timeout = stale_command, timeout
         self._watchdog = Watchdog(timeout, wall_timeout)
         self.soft_start = SoftStart(soft_start_time)
+        self.soft_stop = SoftStop(soft_stop_time)
+        self.mode = Mode.ACTIVE if active else Mode.INACTIVE
         self.state = RobotState(robot)
         self.statistics = TickStatistics(robot.n_actuated, time.monotonic())
         self.has_state = self.stale = False
@@ -95,7 +122,7 @@ class ControllerLoop:
     ) -> TickOutcome:
         """One accepted state (joints in model order; base pose and twist for a floating base).
 
-        `wall_s` is the monotonic wall time (default: now).
+        `wall_s` is the monotonic wall time (default: now). Only while :attr:`commanding`.
         """
         started = time.perf_counter()
         resumed, self.stale, self.last_state_s = self.stale, False, now_s
@@ -103,6 +130,9 @@ class ControllerLoop:
         if resumed:
             self.soft_start.restart()
         robot, result, held, error, bug = self.controller.robot, None, (), '', None
+        stopping = self.mode is Mode.STOPPING
+        beta = self.soft_stop.fraction(now_s) if stopping else 1.0
+        held_back = False  # the rate limit held the command back from what it asked
         try:
             robot.configuration(positions, base_pose, out=self._q)
             robot.velocity(velocities, base_twist, out=self._v)
@@ -112,8 +142,9 @@ class ControllerLoop:
             ramp = self._ramp(now_s)
             self.controller.torque_bounds = self._torque_window(now_s)
             result = self.controller.compute(self.state, None, now_s)
+            stop = (beta, self._hold(self.stale_command)) if stopping else None
             command = self.output.task_command(
-                result.torque, self.state, self._since_command(now_s), ramp
+                result.torque, self.state, self._since_command(now_s), ramp, stop
             )
             if not np.isfinite(command.torque).all():
                 error, kind = 'non-finite torque computed: the safe command went out', 'non_finite'
@@ -133,9 +164,14 @@ class ControllerLoop:
             torque = command.torque
             saturated = command.saturated | result.saturated
             rate_limited = command.rate_limited | result.rate_limited
+            held_back = bool(command.rate_limited.any())
         seconds = time.perf_counter() - started
         self.statistics.tick(result, saturated, rate_limited, seconds)
-        return TickOutcome(torque, error, held, resumed, bug)
+        # Over once the safe command itself went out (a failed tick sends it too).
+        stopped = stopping and (bool(error) or (beta == 0.0 and not held_back))
+        if stopped:
+            self.mode = Mode.INACTIVE
+        return TickOutcome(torque, error, held, resumed, bug, stopped)
 
     def _hold_pending_targets(self):
         for entry in self.controller.entries:
@@ -155,8 +191,11 @@ class ControllerLoop:
             return None
         if alpha >= 1.0:
             return None
-        contacts = self.controller.contacts
-        return alpha, self.output.hold_command('gravity', self.state, contacts)
+        return alpha, self._hold('gravity')
+
+    def _hold(self, kind: str) -> np.ndarray:
+        """The safe command `kind` at the current state, as sent, before the limits."""
+        return self.output.hold_command(kind, self.state, self.controller.contacts)
 
     def _torque_window(self, now_s: float) -> tuple[np.ndarray, np.ndarray] | None:
         """The range the command can take this tick (effort and rate limits).
@@ -168,8 +207,46 @@ class ControllerLoop:
             return None
         return self.output.limiter.window(self._since_command(now_s))
 
+    @property
+    def commanding(self) -> bool:
+        """Whether states tick and commands go out (active, or stopping softly)."""
+        return self.mode is not Mode.INACTIVE
+
+    def activate(self) -> None:
+        """Command from the next state on, with the soft start, as after start-up.
+
+        What was seen before no longer counts: the watchdog gives the next state the start's
+        grace, then sends the safe command (zero: without a state, whatever `stale_command`).
+        """
+        self.mode = Mode.ACTIVE
+        self._watchdog.rearm()
+        self.soft_start.restart()
+        self.output.limiter.reset()
+        self.has_state = self.stale = False
+        self.last_state_s = self.last_command_s = None
+
+    def deactivate(self) -> bool:
+        """Stop commanding: the soft stop from the next tick, then nothing.
+
+        Returns whether a soft stop is under way. Without one to ramp from (no state ticked
+        since the activation, or stale: the safe command is what went out last) the loop is
+        inactive at once.
+        """
+        if self.mode is Mode.ACTIVE:
+            if self.stale or not self.has_state:
+                self.mode = Mode.INACTIVE
+            else:
+                self.mode = Mode.STOPPING
+                self.soft_stop.restart()
+        return self.mode is Mode.STOPPING
+
     def restart(self) -> None:
-        """The clock or the stamps jumped back: stale until the next good state, then a ramp."""
+        """The clock or the stamps jumped back: stale until the next good state, then a ramp.
+
+        Nothing to do while inactive: :meth:`activate` starts over.
+        """
+        if self.mode is Mode.INACTIVE:
+            return
         self._watchdog.reset()
         self.soft_start.restart()
         self.last_state_s = None
@@ -186,13 +263,18 @@ class ControllerLoop:
         self.statistics.command()
 
     def watchdog(self, now_s: float, wall_s: float | None = None) -> bool:
-        """True while the state is stale: send the safe command.
+        """True while the state is stale: send the safe command (never while inactive).
 
         Stale: no tick for `timeout` s of node time or the wall timeout of wall time
         (`wall_s`, monotonic, default now), a node clock behind the last tick, or a restart.
+        The safe command a soft stop gets so ends it.
         """
+        if self.mode is Mode.INACTIVE:
+            return False
         wall_s = time.monotonic() if wall_s is None else wall_s
         self.stale = self._watchdog.expired(now_s, wall_s)
+        if self.stale and self.mode is Mode.STOPPING:
+            self.mode = Mode.INACTIVE
         return self.stale
 
     def state_age(self, now_s: float) -> float | None:

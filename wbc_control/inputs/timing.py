@@ -137,6 +137,14 @@ class Watchdog:
         self.timeout_s = _positive(timeout_s, 'timeout')
         wall = timeout_s if wall_timeout_s is None else wall_timeout_s
         self.wall_timeout_s = _positive(wall, 'wall timeout')
+        self.rearm()
+
+    def rearm(self) -> None:
+        """Start over as if just built: the first check opens the start's wall-timeout grace.
+
+        For a controller that starts commanding again (a managed node's activation): its old
+        state no longer counts, and a new one gets the grace a first state gets.
+        """
         self._fed: tuple[float, float] | None = None
         self._last_check_s: float | None = None  # wall time of the previous check
         self._stale = True  # the previous check's verdict
