@@ -30,6 +30,9 @@ ROS_WHEELS = [
     'trajectory-msgs',
     'diagnostic-msgs',
     'rosgraph-msgs',
+    # wbc_controller is a managed node: rclpy.lifecycle's state machine and its services.
+    'rcl-lifecycle',
+    'lifecycle-msgs',
     'rmw-fastrtps-cpp',
 ]
 

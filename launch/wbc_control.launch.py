@@ -5,6 +5,8 @@
 
 The robot model comes from `robot_description` (URDF XML, e.g. from xacro), `urdf_path`, or
 `robot_description_topic` (e.g. /robot_description, published by robot_state_publisher).
+wbc_controller is a managed node, configured and activated at start; `autostart:=false` leaves
+it unconfigured for a lifecycle manager (or ``ros2 lifecycle set``) to bring up.
 Both nodes publish on relative topics, so `namespace:=` and remappings work as usual; the
 shipped parameter files are keyed ``/**`` and apply in any namespace.
 
@@ -75,6 +77,13 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             'namespace', default_value='', description='namespace of both nodes and topics'
         ),
+        DeclareLaunchArgument(
+            'autostart',
+            default_value='true',
+            choices=['true', 'false'],
+            description='configure and activate wbc_controller at start; false: it waits '
+            'unconfigured for the lifecycle transitions (ros2 lifecycle set)',
+        ),
     ]
     model = {
         'urdf_path': LaunchConfiguration('urdf_path'),
@@ -85,8 +94,11 @@ def generate_launch_description() -> LaunchDescription:
         'floating_base': ParameterValue(LaunchConfiguration('floating_base'), value_type=bool),
         'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool),
     }
+    # The node's own `autostart` parameter rather than launch_ros's LifecycleNode: Jazzy's
+    # launch_ros has no autostart, and the parameter works the same from ros2 run and wbc_demo.
+    autostart = {'autostart': ParameterValue(LaunchConfiguration('autostart'), value_type=bool)}
     nodes = [
-        wbc_node('wbc_controller', [LaunchConfiguration('controller_params'), model]),
+        wbc_node('wbc_controller', [LaunchConfiguration('controller_params'), model, autostart]),
         wbc_node('wbc_diagnostics', [LaunchConfiguration('diagnostics_params'), model]),
     ]
     return LaunchDescription([*arguments, *nodes])

@@ -110,6 +110,7 @@ def launch_setup(context: LaunchContext) -> list:
                 'controller_params': LaunchConfiguration('controller_params'),
                 'use_sim_time': 'true',
                 'namespace': namespace,
+                'autostart': LaunchConfiguration('autostart'),
             }.items(),
         ),
     ]
@@ -144,6 +145,12 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('world', default_value='empty.sdf'),
         DeclareLaunchArgument(
             'namespace', default_value='', description='namespace of the robot and controllers'
+        ),
+        DeclareLaunchArgument(
+            'autostart',
+            default_value='true',
+            choices=['true', 'false'],
+            description='configure and activate wbc_controller at start (false: unconfigured)',
         ),
     ]
     return LaunchDescription([*arguments, OpaqueFunction(function=launch_setup)])

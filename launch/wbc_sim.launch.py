@@ -98,6 +98,7 @@ def launch_setup(context: LaunchContext) -> list:
             'diagnostics_params': diagnostics_params,
             'use_sim_time': 'true',
             'namespace': namespace,
+            'autostart': LaunchConfiguration('autostart').perform(context),
         }.items(),
     )
     return [sim, controller_and_diagnostics]
@@ -142,6 +143,12 @@ def generate_launch_description() -> LaunchDescription:
         ),
         DeclareLaunchArgument(
             'namespace', default_value='', description='namespace of the nodes and topics'
+        ),
+        DeclareLaunchArgument(
+            'autostart',
+            default_value='true',
+            choices=['true', 'false'],
+            description='configure and activate wbc_controller at start (false: unconfigured)',
         ),
     ]
     return LaunchDescription([*arguments, OpaqueFunction(function=launch_setup)])

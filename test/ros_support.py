@@ -53,12 +53,14 @@ class NodeProcess:
         node_name: str | None = None,
         extra_args: list[str] | None = None,
         cwd: Path | None = None,
+        environment: dict[str, str] | None = None,
     ) -> None:
         args = [executable(script), '--ros-args']
         if parameters:
             args += ['--params-file', str(write_params(node_name or script, parameters))]
         args += extra_args or []
         self.args, self.cwd = args, cwd
+        self.environment = environment or {}
         self.process: subprocess.Popen | None = None
         self._log = tempfile.NamedTemporaryFile('w+', suffix='.log', delete=False)
 
@@ -67,7 +69,7 @@ class NodeProcess:
             self.args,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env=os.environ.copy(),
+            env={**os.environ, **self.environment},
             cwd=self.cwd,
         )
         return self

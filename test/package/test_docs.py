@@ -17,6 +17,7 @@ import re
 import shlex
 
 import pytest
+from rclpy.lifecycle import LifecycleNode
 import yaml
 
 from wbc_control.config.schema import SchemaError, load_schema
@@ -27,6 +28,10 @@ DOC_PAGES = sorted((REPO / 'docs').glob('*.md'))
 PAGES = [README, REPO / 'CHANGELOG.md', *DOC_PAGES]
 README_MAX_LINES = 220
 NODES = ('wbc_controller', 'wbc_diagnostics', 'wbc_sim')
+#: Managed (lifecycle) nodes, by the module and class that implement them.
+MANAGED_NODES = {'wbc_controller': ('wbc_control.ros.controller_node', 'ControllerNode')}
+#: The ROS 2 lifecycle's transitions, as `ros2 lifecycle set` names them.
+LIFECYCLE_TRANSITIONS = ('configure', 'activate', 'deactivate', 'cleanup', 'shutdown')
 #: Commands of installation pages that need a network, a ROS installation or root, so they are
 #: documented but not checked here. README.md may not use them: each of its commands is checked.
 UNCHECKED_PROGRAMS = ('git', 'mkdir', 'cd', 'rosdep', 'colcon', 'source', 'pip', '.')
@@ -245,6 +250,8 @@ def check_ros2(args: list[str]) -> None:
         assert node in NODES, f'no node {args[2]}'
         setting = verb[1] == 'set'
         check_parameter(node, args[3], args[4] if setting else None, live=setting)
+    elif verb[0] == 'lifecycle' and verb[1] in ('get', 'set'):
+        check_lifecycle(args[2].strip('/'), args[3] if verb[1] == 'set' else None)
     elif verb == ['topic', 'echo']:
         check_topic(args[2])
     elif verb == ['topic', 'pub']:
@@ -253,6 +260,15 @@ def check_ros2(args: list[str]) -> None:
         check_message(rest[1], yaml.safe_load(rest[2]))
     else:
         pytest.fail(f'no check for `ros2 {" ".join(args[:2])}`')
+
+
+def check_lifecycle(node: str, transition: str | None) -> None:
+    """`node` is a managed node and `transition` one of the lifecycle's."""
+    assert node in MANAGED_NODES, f'{node} is not a managed (lifecycle) node'
+    module, name = MANAGED_NODES[node]
+    node_class = getattr(importlib.import_module(module), name)
+    assert issubclass(node_class, LifecycleNode), f'{node} is not a LifecycleNode'
+    assert transition is None or transition in LIFECYCLE_TRANSITIONS, f'no transition {transition}'
 
 
 def check_python(args: list[str]) -> None:

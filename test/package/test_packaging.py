@@ -26,6 +26,8 @@ EXEC_DEPENDS = {
     'trajectory_msgs',
     'diagnostic_msgs',
     'rosgraph_msgs',
+    'lifecycle_msgs',
+    'rcl_lifecycle',
     'builtin_interfaces',
     'python3-numpy',
     'python3-scipy',

@@ -78,6 +78,7 @@ FAILING_STARTS = {
         {'tasks': {**POSTURE['tasks'], 'elbow': {'type': 'joint_posture', 'kp': 1.0}}},
         ["unknown parameter 'tasks.elbow.", 'task_names'],
     ),
+    'negative-soft-stop': ({'soft_stop_time': -0.1}, ['soft_stop_time', '>= 0']),
     'command-line-typo': (
         {},
         ["unknown parameter 'stale_comand'; did you mean 'stale_command'?"],

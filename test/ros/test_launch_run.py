@@ -10,6 +10,8 @@ from pathlib import Path
 import re
 
 from launch_support import LaunchRun, install_prefix, launch_command, launch_sources, run_to_end
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState, GetState
 import numpy as np
 import pytest
 from robots import MIXED_JOINTS_URDF, example_urdf
@@ -92,6 +94,36 @@ def test_sim_launch_runs_panda_and_stops_on_ctrl_c(distro, namespace, real_prefi
     command = launch_command(distro, real_prefix, 'wbc_sim.launch.py', *arguments)
     with LaunchRun(command) as run:
         assert_torques_then_clean_exit(run, f'{namespace}/effort_controller/commands', 7)
+
+
+@pytest.mark.parametrize('distro', SOURCES[-1:])
+def test_sim_launch_with_autostart_false_leaves_the_controller_unconfigured(distro, real_prefix):
+    """Unconfigured under launch: no command until lifecycle transitions bring it up."""
+    command = launch_command(distro, real_prefix, 'wbc_sim.launch.py', 'autostart:=false')
+    with LaunchRun(command) as run:
+        probe = RosProbe('launch_lifecycle_probe')
+        try:
+            received = probe.subscribe(Float64MultiArray, '/effort_controller/commands')
+            get_state = probe.node.create_client(GetState, '/wbc_controller/get_state')
+            change = probe.node.create_client(ChangeState, '/wbc_controller/change_state')
+            up = probe.spin_until(
+                lambda: get_state.service_is_ready() and change.service_is_ready(),
+                FIRST_TORQUES_S,
+            )
+            assert up, run.output()
+            response = probe.request(lambda: get_state.call_async(GetState.Request()), 30.0)
+            assert response.current_state.label == 'unconfigured', run.output()
+            # The simulator's command subscription matched nobody: no controller publishes.
+            assert probe.node.count_publishers('/effort_controller/commands') == 0
+            assert not received
+            for label in ('configure', 'activate'):
+                request = ChangeState.Request(transition=Transition(label=label))
+                future = change.call_async(request)
+                assert probe.spin_until(future.done, 30.0), run.output()
+                assert future.result().success, run.output()
+        finally:
+            probe.close()
+        assert_torques_then_clean_exit(run, '/effort_controller/commands', 7)
 
 
 @pytest.mark.slow
@@ -227,6 +259,7 @@ def test_control_launch_starts_both_nodes(distro, stub_prefix, namespace):
         assert node_parameters(params)['urdf_path'] == urdf
     controller = node_parameters(stub_records(log, 'wbc_controller')[0][1])
     assert controller['task_names'] == ['hand', 'posture']
+    assert controller['autostart'] is True
 
 
 @pytest.mark.parametrize('distro', SOURCES[-1:])

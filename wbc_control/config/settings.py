@@ -38,7 +38,7 @@ _SETTINGS = tuple(
     name
     for name in _SCHEMA.parameters
     if name not in load_schema('robot_model').parameters
-    and name not in ('contacts', 'contact_types', 'task_names')
+    and name not in ('contacts', 'contact_types', 'task_names', 'autostart')
 )
 #: Real-valued settings taken as they are (the others need the robot, or are not reals).
 _REAL_SETTINGS = (

@@ -1,5 +1,13 @@
 """The controller node `wbc_controller`: joint states and targets in, joint torques out.
 
+A managed node (the ROS 2 node lifecycle, rclpy.lifecycle): `configure` loads the model,
+validates the parameters and creates the topics (a failure names the parameter and leaves the
+node unconfigured), `activate` starts commanding with the soft start, `deactivate` ramps to the
+safe command over `soft_stop_time` and then publishes nothing, `cleanup` releases what
+`configure` built (the parameters stay declared), `shutdown` sends the safe command if it was
+commanding and releases everything. With `autostart` (the default) the node configures and
+activates itself as it starts, and a configure failure is a start-up error.
+
 Wiring only; the work is in :class:`~wbc_control.control.controller_loop.ControllerLoop`.
 Each accepted `joint_states` sample (best effort, depth 1; paired with `odom` for a floating
 base) is one tick and one command on `effort_controller/commands` (reliable, depth 1, as
@@ -15,6 +23,7 @@ whole in the on-set callback and applied in the post-set callback.
 
 import sys
 import time
+import traceback
 
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
@@ -22,9 +31,11 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType, JumpThreshold, TimeJump
 from rclpy.duration import Duration
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
+from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.subscription import Subscription
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -35,15 +46,16 @@ from wbc_control.config.assembly import build_inputs, build_loop
 from wbc_control.config.live import LiveUpdate, apply_live_update, plan_live_update
 from wbc_control.config.schema import load_schema
 from wbc_control.control import controller_checks as checks
+from wbc_control.control.controller_loop import ControllerLoop, Mode
 from wbc_control.cpu_latency import CpuLatencyRequest, CpuLatencyUnavailable
-from wbc_control.exceptions import WbcError
+from wbc_control.exceptions import StartupError, WbcError
 from wbc_control.inputs.joint_states import JointSample, JointStateRejected
 from wbc_control.inputs.odometry import BaseSample, OdometryRejected
 from wbc_control.ros import controller_status as status
 from wbc_control.ros import messages
 from wbc_control.ros.controller_parameters import declare_controller_parameters
 from wbc_control.ros.log_throttle import ThrottledLog
-from wbc_control.ros.parameters import refuse_unknown
+from wbc_control.ros.parameters import declare, refuse_unknown
 from wbc_control.ros.runtime import load_robot_model, run_node
 from wbc_control.ros.task_inputs import TaskInputs
 
@@ -61,37 +73,153 @@ WATCHDOG_MAX_PERIOD_S = 0.05
 # only catches a stopped clock, so its limit is at least this (s).
 SIM_WALL_TIMEOUT_S = 1.0
 LOG_THROTTLE_S = 1.0
+SUCCESS = TransitionCallbackReturn.SUCCESS
+FAILURE = TransitionCallbackReturn.FAILURE
 
 
-class ControllerNode(Node):
+class ControllerNode(LifecycleNode):
     """Runs the prioritized whole-body controller on joint states; see the module docstring."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(NODE_NAME, allow_undeclared_parameters=True, **kwargs)
-        self._cpu_latency: CpuLatencyRequest | None = None  # destroy_node after a failed start
-        self._robot = robot = load_robot_model(self).robot
         self._schema = load_schema(NODE_NAME)
+        self._loop: ControllerLoop | None = None  # built by configure
+        self._cpu_latency: CpuLatencyRequest | None = None
+        self._jump_handle = None
+        self._created: list = []  # the publishers, subscriptions and timers configure made
+        self._configuring = self._starting = False
+        self._failure: Exception | None = None  # why the last configure failed
+        self._planned: LiveUpdate | None = None
+        autostart = declare(self, self._schema['autostart'])
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.add_post_set_parameters_callback(self._on_parameters_set)
+        if autostart:
+            self._start()
+
+    def _start(self) -> None:
+        """Configure and activate (`autostart`); a configure failure is a start-up error."""
+        self._starting = True
+        try:
+            if self.trigger_configure() != SUCCESS:
+                raise self._failure or StartupError('configure failed')
+            if self.trigger_activate() != SUCCESS:
+                raise StartupError('activate failed')
+        finally:
+            self._starting = False
+
+    # Lifecycle transitions ----------------------------------------------------------------
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Load the model, validate the parameters, create the topics: inactive."""
+        self._configuring = True
+        try:
+            self._configure()
+        except Exception as error:  # noqa: BLE001  (whatever failed, the node stays unconfigured)
+            self._release()
+            self._failure = error
+            if not self._starting:  # at start-up, run_node reports it
+                self._report('configure failed', error)
+            return FAILURE
+        finally:
+            self._configuring = False
+        return SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Command from the next joint state on, with the soft start from that state."""
+        self._loop.activate()
+        ramp = self._settings.soft_start_time
+        soft_start = f', soft start over {ramp:g} s' if ramp > 0.0 else ''
+        self.get_logger().info(f'active: commanding from the next joint state{soft_start}')
+        return SUCCESS
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Ramp to the safe command over `soft_stop_time`, then publish nothing."""
+        kind = self._settings.stale_command
+        if self._loop.deactivate():
+            self.get_logger().info(
+                f'deactivating: ramping to the {kind} command over '
+                f'{self._settings.soft_stop_time:g} s, then publishing nothing'
+            )
+        else:
+            self.get_logger().info('inactive: publishing nothing')
+        return SUCCESS
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release what configure built; the parameters stay declared, with their values."""
+        self._release()
+        self.get_logger().info('cleaned up: unconfigured')
+        return SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Send the safe command if commanding (no task torque left standing); release all."""
+        loop = self._loop
+        if loop is not None and loop.commanding and loop.last_command_s is not None:
+            self._publish(loop.safe_torque(), self.get_clock().now())
+            self.get_logger().info(f'shutting down: sent the {loop.stale_command} command')
+        self._release()
+        return SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """A transition raised: release what configure built and be unconfigured."""
+        self._release()
+        self.get_logger().error('a transition failed: released everything, unconfigured')
+        return SUCCESS
+
+    def _report(self, what: str, error: Exception) -> None:
+        if isinstance(error, WbcError):
+            self.get_logger().error(f'{what}: {error}')
+            return
+        trace = ''.join(traceback.format_exception(error))
+        self.get_logger().error(f'{what}: please report this traceback\n{trace}')
+
+    def _configure(self) -> None:
+        before = {id(entity) for entity in self._entities()}
+        try:
+            self._build()
+        finally:  # what to destroy at cleanup, or now if the build failed half way
+            self._created = [entity for entity in self._entities() if id(entity) not in before]
+
+    def _build(self) -> None:
+        self._robot = robot = load_robot_model(self).robot
         settings, contacts, specs = declare_controller_parameters(self, robot, self._schema)
         self._settings = settings
         timeout = settings.joint_state_timeout
         sim_time = self.get_parameter('use_sim_time').value
         wall_timeout = max(timeout, SIM_WALL_TIMEOUT_S) if sim_time else timeout
-        self._loop = build_loop(
-            robot, settings, build_entries(robot, specs), contacts, wall_timeout
-        )
+        entries = build_entries(robot, specs)
+        self._loop = build_loop(robot, settings, entries, contacts, wall_timeout, active=False)
         self._decoder, self._odom_decoder, self._pairing = build_inputs(robot, settings)
         self._command = Float64MultiArray()
         self._traced: set[str] = set()  # internal errors whose traceback was logged
         # Per-message lines (rejections, failed ticks): rclpy's throttle costs a tick a call.
         self._throttled = ThrottledLog(self.get_logger(), LOG_THROTTLE_S)
-        self._planned: LiveUpdate | None = None
+        self._planned = None
         self._create_interfaces()
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.add_post_set_parameters_callback(self._on_parameters_set)
         self.get_logger().info(self._startup_summary())
         for warning in status.startup_warnings(self._loop.controller):
             self.get_logger().warning(warning)
         self._cpu_latency = self._hold_cpu_latency(settings.cpu_dma_latency)
+
+    def _entities(self) -> list:
+        return [*self.publishers, *self.subscriptions, *self.timers]
+
+    def _release(self) -> None:
+        """Destroy every topic and timer configure created, forget the controller."""
+        for entity in self._created:
+            if isinstance(entity, Publisher):
+                self.destroy_publisher(entity)
+            elif isinstance(entity, Subscription):
+                self.destroy_subscription(entity)
+            else:
+                self.destroy_timer(entity)
+        self._created = []
+        if self._jump_handle is not None:
+            self._jump_handle.unregister()
+            self._jump_handle = None
+        if self._cpu_latency is not None:
+            self._cpu_latency.release()
+            self._cpu_latency = None
+        self._loop = None
 
     def _hold_cpu_latency(self, microseconds: int) -> CpuLatencyRequest | None:
         """The wake-up latency request `cpu_dma_latency` asks for (-1: none); WARN if refused."""
@@ -115,6 +243,7 @@ class ControllerNode(Node):
         """Drop the CPU latency request, then destroy the node."""
         if self._cpu_latency is not None:
             self._cpu_latency.release()
+            self._cpu_latency = None
         super().destroy_node()
 
     def _create_interfaces(self) -> None:
@@ -153,6 +282,15 @@ class ControllerNode(Node):
 
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a batch of live changes as a whole; the post-set callback applies it."""
+        if self._configuring:  # configure declaring the parameters: it validates them
+            return SetParametersResult(successful=True)
+        if self._loop is None:
+            if any(p.name != 'use_sim_time' for p in parameters):
+                return self._refuse(
+                    'the node is unconfigured: its parameters are declared by configure (set '
+                    'them then, or give them at start-up)'
+                )
+            return SetParametersResult(successful=True)
         refusal = refuse_unknown(self, self._schema, parameters)
         if refusal is not None:
             return self._refuse(refusal.reason)
@@ -188,6 +326,8 @@ class ControllerNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         """Decode; tick now (fixed base) or when the pairing rule has both halves."""
+        if self._loop is None or not self._loop.commanding:  # inactive: nothing ticks
+            return
         stamp, now = messages.stamp_seconds(msg.header), self.get_clock().now()
         try:
             sample = self._decoder.decode(
@@ -207,6 +347,8 @@ class ControllerNode(Node):
 
     def _on_odom(self, msg: Odometry) -> None:
         """Decode the base state; tick if it completes a pair (`odom_pairing: stamp`)."""
+        if self._loop is None or not self._loop.commanding:
+            return
         now = self.get_clock().now()
         try:
             sample = self._odom_decoder.decode(
@@ -269,6 +411,11 @@ class ControllerNode(Node):
         if new_bug and len(self._traced) < 10:
             self._traced.add(outcome.error)  # a bug's traceback once, not per tick
             logger.error(f'{outcome.error}: please report this traceback\n{outcome.trace}')
+        if outcome.stopped:
+            logger.info(
+                f'soft stop done: the {self._settings.stale_command} command went out last; '
+                'publishing nothing until activated'
+            )
 
     def _publish(self, torque: np.ndarray, now: Time) -> None:
         self._publisher.publish(
@@ -278,16 +425,23 @@ class ControllerNode(Node):
 
     def _on_watchdog(self) -> None:
         """While no tick is fresh, publish the safe command, never the last one."""
+        if self._loop is None:  # released by cleanup after this call was queued
+            return
         now = self.get_clock().now()
-        was_stale = self._loop.stale
+        was_stale, stopping = self._loop.stale, self._loop.mode is Mode.STOPPING
         if not self._loop.watchdog(now.nanoseconds * 1e-9):
             return
+        kind = self._settings.stale_command
         if not was_stale:
             waited = self._waited(self._loop.state_age(now.nanoseconds * 1e-9), 3)
-            kind = self._settings.stale_command
             self.get_logger().warning(f'{waited}: publishing the {kind} safe command')
             self._pairing.stale()
         self._publish(self._loop.safe_torque(), now)
+        if stopping:
+            self.get_logger().info(
+                f'soft stop ended by the watchdog with the {kind} command; publishing nothing '
+                'until activated'
+            )
 
     def _waited(self, age: float | None, digits: int) -> str:
         """What the watchdog is waiting for, e.g. 'no valid joint state for 0.2 s on /js'."""
@@ -306,6 +460,8 @@ class ControllerNode(Node):
         )
 
     def _on_diagnostics(self) -> None:
+        if self._loop is None:
+            return
         stamp = self.get_clock().now().to_msg()
         message = status.diagnostic_array(stamp, self.get_name(), self._robot.name, self._checks())
         self._diagnostics.publish(message)

@@ -48,11 +48,7 @@ def declare_controller_parameters(
         WbcError: a value the configuration refuses (the message names the parameter).
     """
     defaults = robot_defaults(robot)
-    values = {
-        spec.name: declare(node, spec, default=defaults.get(spec.name))
-        for spec in schema
-        if not node.has_parameter(spec.name)
-    }
+    values = {spec.name: declare(node, spec, default=defaults.get(spec.name)) for spec in schema}
     settings = parse_controller_settings(robot, values)
     contacts = parse_contacts(robot, values['contacts'], values['contact_types'])
     types = {}

@@ -76,6 +76,7 @@ def controller_checks(
         settings.stale_command,
         base_age,
         settings.odom_pairing if floating else None,
+        loop.mode.value,
     )
     clipping = checks.clipping_tasks(loop.controller, statistics)
     out_of_reach = checks.out_of_reach_tasks(loop.controller)

@@ -46,7 +46,8 @@ def declare(
 
     Numeric parameters are declared with dynamic typing so that ``kp: 100`` (an integer in
     YAML or on the command line) is accepted where a double is expected; the spec's check then
-    refuses anything that is not a number.
+    refuses anything that is not a number. A parameter declared before (a managed node
+    configured again after a cleanup) keeps its value, checked again.
 
     Raises:
         StartupError: the value has the wrong type or breaks a validation rule.
@@ -60,6 +61,8 @@ def declare(
         description=spec.description, read_only=spec.read_only, dynamic_typing=dynamic
     )
     try:
+        if node.has_parameter(name):  # None while declared by type and not set
+            return spec.check(node.get_parameter_or(name).value, name)
         value = node.declare_parameter(name, default, descriptor).value
         return spec.check(value, name)
     except WbcError as error:  # the schema's check names the parameter itself

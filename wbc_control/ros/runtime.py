@@ -19,6 +19,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.wait_for_message import wait_for_message
 from std_msgs.msg import String
 
 from wbc_control.config.schema import ParameterSchema, load_schema
@@ -90,25 +91,30 @@ def declare_node_parameters(node: Node, schema: ParameterSchema) -> dict[str, ob
 
 
 def _wait_for_description(node: Node, topic: str, timeout_s: float) -> str:
-    """The first URDF published on `topic`, e.g. robot_state_publisher's robot_description."""
-    received: list[str] = []
+    """The first URDF published on `topic`, e.g. robot_state_publisher's robot_description.
+
+    Waits on a wait set of its own (rclpy's `wait_for_message`), not by spinning the node: a
+    managed node is configured from inside its executor's callback, and spinning it elsewhere
+    would take it out of that executor. A stop signal ends the wait at once.
+    """
     qos = QoSProfile(
         depth=1,
         reliability=ReliabilityPolicy.RELIABLE,
         durability=DurabilityPolicy.TRANSIENT_LOCAL,
     )
-    subscription = node.create_subscription(
-        String, topic, lambda message: received.append(message.data), qos
-    )
     deadline = time.monotonic() + timeout_s
-    while not received and time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.1)
-    node.destroy_subscription(subscription)
-    if not received:
-        raise StartupError(
-            f"no URDF on '{topic}' within {timeout_s:g} s (parameter robot_description_topic)"
+    while node.context.ok():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0.0:
+            break
+        received, message = wait_for_message(
+            String, node, topic, qos_profile=qos, time_to_wait=remaining
         )
-    return received[0]
+        if received:
+            return message.data
+    raise StartupError(
+        f"no URDF on '{topic}' within {timeout_s:g} s (parameter robot_description_topic)"
+    )
 
 
 def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = None) -> int:
