@@ -47,7 +47,7 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
     # The parameter schemas (one YAML file per node) are read at run time.
-    package_data={PACKAGE_NAME: ['config/*.yaml']},
+    package_data={PACKAGE_NAME: ['config/*.yaml', 'config/*.xml']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE_NAME}']),
         (f'share/{PACKAGE_NAME}', ['package.xml']),

@@ -5,7 +5,7 @@ import pytest
 
 from wbc_control.exceptions import InvalidValue
 from wbc_control.inputs.odometry import OdometryDecoder, OdometryRejected
-from wbc_control.inputs.timing import StampRules, Watchdog
+from wbc_control.inputs.timing import StampRules, Watchdog, check_period
 
 POSE = [0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]
 TWIST = [0.0] * 6
@@ -173,3 +173,24 @@ def test_watchdog_expires_when_the_node_clock_goes_back_and_after_a_reset():
     assert not dog.expired(0.03, 10.03)
     dog.reset()
     assert dog.expired(0.03, 10.03)
+
+
+@pytest.mark.parametrize(
+    ('timeout', 'period'),
+    [(0.1, 0.05), (0.12, 0.04), (0.03, 0.03), (5.0, 0.05), (0.101, 0.101 / 3)],
+)
+def test_the_checks_fall_on_the_timeout_at_most_a_period_apart(timeout, period):
+    assert check_period(timeout, 0.05) == pytest.approx(period)
+    assert (timeout / check_period(timeout, 0.05)) == pytest.approx(round(timeout / period))
+
+
+def test_states_postpone_the_checks_without_making_a_stall():
+    # The node's checks restart from each state: while states come, none runs. The first check
+    # after the last state is no stall, however long since the previous check.
+    dog = Watchdog(timeout_s=0.1, wall_timeout_s=1.0)
+    dog.feed(3.0, 10.0)
+    assert not dog.expired(3.0, 10.05)
+    for tick in range(1, 1001):
+        dog.feed(3.0 + 0.001 * tick, 10.05 + 0.01 * tick)  # 10 s of states, no check
+    assert not dog.expired(4.0, 20.1)
+    assert dog.expired(4.0, 21.06)  # a wall timeout after the last state: stale, no grace

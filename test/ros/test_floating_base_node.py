@@ -145,9 +145,12 @@ def test_a_held_first_state_is_answered_again_once_the_watchdog_expired(local, m
     node._on_joint_state(solo_joint_state(0.0))
     node._on_odom(odometry(0.0))
     assert len(published) == 1  # a re-send: no second tick while the first is fresh
-    later = time.monotonic() + 10.0
-    monkeypatch.setattr(time, 'monotonic', lambda: later)  # the clock stands; wall time runs
-    node._on_watchdog()
+    start = time.monotonic()
+    for check in range(1, 41):  # the clock stands; wall time runs, checked every 50 ms
+        monkeypatch.setattr(time, 'monotonic', lambda check=check: start + 0.05 * check)
+        node._on_watchdog()
+        if len(published) > 1:
+            break
     assert len(published) == 2 and not np.any(published[1])  # the zero safe command
     node._on_joint_state(solo_joint_state(0.0))
     node._on_odom(odometry(0.0))

@@ -19,6 +19,7 @@ the node's clock and the monotonic wall clock, so a stopped or rewound simulated
 expires it.
 """
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -107,6 +108,16 @@ class StampRules:
         return StampVerdict(None, '', restarted)
 
 
+def check_period(timeout_s: float, max_period_s: float) -> float:
+    """The watchdog's check period: the longest at most `max_period_s` that divides `timeout_s`.
+
+    The checks restart from each state (the node resets its timer on every tick), so the
+    ceil(timeout / max_period)-th check after the last state falls on the timeout itself: the
+    safe command goes out when the state turns stale, not up to a period later.
+    """
+    return timeout_s / max(1, math.ceil(timeout_s / max_period_s - 1e-9))
+
+
 class Watchdog:
     """Expires after `timeout_s` of node time or `wall_timeout_s` of wall time without a state.
 
@@ -114,8 +125,9 @@ class Watchdog:
     A node clock that went backwards since the last feed counts as expired, as does one that
     stopped while the wall clock runs on.
 
-    A check that comes more than the wall timeout after the previous one means this process
-    stalled (the checks run every fraction of the timeout), not its input: a state may be
+    A check that comes more than the wall timeout after the previous check or state means this
+    process stalled (the checks run every fraction of the timeout, postponed by each state:
+    :func:`check_period`), not its input: a state may be
     queued behind the check, still in the middleware's buffers, and a lock-stepped simulator
     would take the safe command for an answer and step with it. The wall clock then restarts
     at the stall's end: the input gets a whole wall timeout to show up. Once per state (a
@@ -152,8 +164,8 @@ class Watchdog:
         self._started_s: float | None = None  # wall time of the first check; -inf after reset
 
     def feed(self, node_s: float, wall_s: float) -> None:
-        """A good state ticked at these times."""
-        self._fed, self._stale = (node_s, wall_s), False
+        """A good state ticked at these times (the process ran then: it counts as a check)."""
+        self._fed, self._stale, self._last_check_s = (node_s, wall_s), False, wall_s
 
     def reset(self) -> None:
         """Forget the last feed (after a clock jump): expired until the next good state."""

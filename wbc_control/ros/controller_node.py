@@ -21,6 +21,9 @@ come from the schema (:mod:`wbc_control.ros.controller_parameters`); a live set 
 whole in the on-set callback and applied in the post-set callback.
 """
 
+from functools import partial
+import os
+from pathlib import Path
 import sys
 import time
 import traceback
@@ -51,9 +54,11 @@ from wbc_control.cpu_latency import CpuLatencyRequest, CpuLatencyUnavailable
 from wbc_control.exceptions import StartupError, WbcError
 from wbc_control.inputs.joint_states import JointSample, JointStateRejected
 from wbc_control.inputs.odometry import BaseSample, OdometryRejected
+from wbc_control.inputs.timing import check_period
 from wbc_control.ros import controller_status as status
 from wbc_control.ros import messages
 from wbc_control.ros.controller_parameters import declare_controller_parameters
+from wbc_control.ros.dds_transport import use_udp_transport
 from wbc_control.ros.log_throttle import ThrottledLog
 from wbc_control.ros.parameters import declare, refuse_unknown
 from wbc_control.ros.runtime import load_robot_model, run_node
@@ -80,8 +85,10 @@ FAILURE = TransitionCallbackReturn.FAILURE
 class ControllerNode(LifecycleNode):
     """Runs the prioritized whole-body controller on joint states; see the module docstring."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, transport_note: str | None = None, **kwargs) -> None:
         super().__init__(NODE_NAME, allow_undeclared_parameters=True, **kwargs)
+        if transport_note is not None:
+            self.get_logger().info(transport_note)
         self._schema = load_schema(NODE_NAME)
         self._loop: ControllerLoop | None = None  # built by configure
         self._cpu_latency: CpuLatencyRequest | None = None
@@ -259,11 +266,12 @@ class ControllerNode(LifecycleNode):
             lambda: self._settings.world_frame,
             self._reject,
         )
-        period = min(settings.joint_state_timeout / 2.0, WATCHDOG_MAX_PERIOD_S)
+        period = check_period(settings.joint_state_timeout, WATCHDOG_MAX_PERIOD_S)
         # On the steady clock: a stopped simulated clock must stop neither the watchdog nor the
         # /diagnostics status (and the events executor fired ROS-clock timers in bursts).
+        # Reset by every tick, so that a check falls on the timeout after the last state.
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_timer(period, self._on_watchdog, clock=steady)
+        self._watchdog_timer = self.create_timer(period, self._on_watchdog, clock=steady)
         backwards = JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1))
         self._jump_handle = self.get_clock().create_jump_callback(
             backwards, post_callback=self._on_clock_jump
@@ -395,6 +403,7 @@ class ControllerNode(LifecycleNode):
         seconds = now.nanoseconds * 1e-9
         # References at the instant the state was measured (its stamp; stamp 0: now).
         self._task_inputs.apply(joints.stamp_s if joints.stamp_s > 0.0 else seconds)
+        self._watchdog_timer.reset()  # its checks restart from this state's receipt
         outcome = self._loop.tick(joints.positions, joints.velocities, pose, twist, seconds)
         self._publish(outcome.torque, now)
         logger = self.get_logger()
@@ -470,7 +479,8 @@ class ControllerNode(LifecycleNode):
 
 def main(args: list[str] | None = None) -> None:
     """Console script `wbc_controller`: exits 0 after Ctrl-C / SIGTERM, 1 if it cannot start."""
-    sys.exit(run_node(ControllerNode, NODE_NAME, args))
+    note = use_udp_transport(os.environ, Path.cwd())
+    sys.exit(run_node(partial(ControllerNode, transport_note=note), NODE_NAME, args))
 
 
 if __name__ == '__main__':
