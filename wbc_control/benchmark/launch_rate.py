@@ -178,10 +178,12 @@ def measure(
         executor.add_node(probe.node)
         launch = LaunchProcess(command)
         started = time.monotonic()
-        while probe.commands == 0:
+        # Both streams the figures are made of: commands and the simulated clock, whose
+        # best-effort subscription may match a while after the commands flow.
+        while probe.commands == 0 or probe.sim_time_s is None:
             if time.monotonic() - started > STARTUP_TIMEOUT_S or launch.process.poll() is not None:
                 raise WbcError(
-                    f'no command within {STARTUP_TIMEOUT_S:g} s of launching:\n'
+                    f'no command or /clock within {STARTUP_TIMEOUT_S:g} s of launching:\n'
                     + launch.output()[-3000:]
                 )
             executor.spin_once(timeout_sec=0.1)
