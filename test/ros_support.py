@@ -5,7 +5,7 @@
 a condition holds or a timeout expires.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 import os
 from pathlib import Path
 import signal
@@ -35,12 +35,17 @@ def write_params(node_name: str, parameters: dict) -> Path:
     return Path(handle.name)
 
 
-def start_panda_node(script: str, config: str, *overrides: str) -> 'NodeProcess':
-    """`script` started with the shipped `config`, Panda's URDF and `name:=value` overrides."""
+def start_panda_node(
+    script: str, config: str, *overrides: str, prefix: Sequence[str] = ()
+) -> 'NodeProcess':
+    """`script` started with the shipped `config`, Panda's URDF and `name:=value` overrides.
+
+    `prefix` is a command the script runs under (`chrt -f 50`, ...).
+    """
     arguments = ['--params-file', str(CONFIG / config)]
     for override in (f'urdf_path:={example_robot_urdf("panda")[0]}', *overrides):
         arguments += ['-p', override]
-    return NodeProcess(script, extra_args=arguments).__enter__()
+    return NodeProcess(script, extra_args=arguments, prefix=prefix).__enter__()
 
 
 class NodeProcess:
@@ -54,8 +59,9 @@ class NodeProcess:
         extra_args: list[str] | None = None,
         cwd: Path | None = None,
         environment: dict[str, str] | None = None,
+        prefix: Sequence[str] = (),
     ) -> None:
-        args = [executable(script), '--ros-args']
+        args = [*prefix, executable(script), '--ros-args']
         if parameters:
             args += ['--params-file', str(write_params(node_name or script, parameters))]
         args += extra_args or []

@@ -8,7 +8,6 @@ reception timestamp), not the moment a callback of a loaded process ran.
 import numpy as np
 import rclpy
 from rclpy.node import Node
-from rclpy.subscription import MessageInfo
 from std_msgs.msg import Float64MultiArray
 
 
@@ -16,7 +15,7 @@ def main() -> None:
     rclpy.init()
     node = Node('command_receiver')
 
-    def on_command(message: Float64MultiArray, info: MessageInfo) -> None:
+    def on_command(message: Float64MultiArray, info: dict) -> None:  # rclpy's MessageInfo
         received_s = info['received_timestamp'] * 1e-9
         print(f'{received_s:.6f} {float(np.abs(message.data).max()):.9g}', flush=True)
 
