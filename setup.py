@@ -29,6 +29,7 @@ ROS_WHEELS = [
     'nav-msgs',
     'trajectory-msgs',
     'diagnostic-msgs',
+    'visualization-msgs',
     'rosgraph-msgs',
     # wbc_controller is a managed node: rclpy.lifecycle's state machine and its services.
     'rcl-lifecycle',
@@ -52,7 +53,7 @@ setup(
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE_NAME}']),
         (f'share/{PACKAGE_NAME}', ['package.xml']),
         (f'share/{PACKAGE_NAME}/launch', sorted(glob('launch/*.launch.py'))),
-        (f'share/{PACKAGE_NAME}/config', sorted(glob('config/*.yaml'))),
+        (f'share/{PACKAGE_NAME}/config', sorted(glob('config/*.yaml') + glob('config/*.rviz'))),
     ],
     # A ROS 2 workspace gets numpy, scipy, numba and Pinocchio from rosdep (package.xml), and
     # rosdep's Pinocchio carries no pip metadata: requiring 'pin' here would break installs

@@ -111,6 +111,8 @@ def launch_setup(context: LaunchContext) -> list:
                 'use_sim_time': 'true',
                 'namespace': namespace,
                 'autostart': LaunchConfiguration('autostart'),
+                'rviz': LaunchConfiguration('rviz').perform(context),
+                'state_publisher': 'false',  # the one above
             }.items(),
         ),
     ]
@@ -151,6 +153,12 @@ def generate_launch_description() -> LaunchDescription:
             default_value='true',
             choices=['true', 'false'],
             description='configure and activate wbc_controller at start (false: unconfigured)',
+        ),
+        DeclareLaunchArgument(
+            'rviz',
+            default_value='false',
+            choices=['true', 'false'],
+            description='start RViz (config/wbc.rviz: the robot and the markers)',
         ),
     ]
     return LaunchDescription([*arguments, OpaqueFunction(function=launch_setup)])

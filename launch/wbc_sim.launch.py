@@ -99,6 +99,7 @@ def launch_setup(context: LaunchContext) -> list:
             'use_sim_time': 'true',
             'namespace': namespace,
             'autostart': LaunchConfiguration('autostart').perform(context),
+            'rviz': LaunchConfiguration('rviz').perform(context),
         }.items(),
     )
     return [sim, controller_and_diagnostics]
@@ -149,6 +150,12 @@ def generate_launch_description() -> LaunchDescription:
             default_value='true',
             choices=['true', 'false'],
             description='configure and activate wbc_controller at start (false: unconfigured)',
+        ),
+        DeclareLaunchArgument(
+            'rviz',
+            default_value='false',
+            choices=['true', 'false'],
+            description='start RViz with config/wbc.rviz and robot_state_publisher',
         ),
     ]
     return LaunchDescription([*arguments, OpaqueFunction(function=launch_setup)])

@@ -3,11 +3,13 @@
 from pathlib import Path
 
 import pytest
+from robots import example_urdf
 
+from wbc_control.config.settings import root_link
 from wbc_control.exceptions import ModelError
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.ros2_control_xml import with_gz_ros2_control
-from wbc_control.model.urdf_xml import parse_urdf
+from wbc_control.model.urdf_xml import parse_urdf, root_link_name
 
 
 def mujoco_rewrite(text: str) -> object:
@@ -49,3 +51,16 @@ def test_a_urdf_is_its_robot_element():
     root = parse_urdf('<robot name="r"><link name="base"/></robot>')
     assert root.tag == 'robot' and root.get('name') == 'r'
     assert [link.get('name') for link in root.iter('link')] == ['base']
+
+
+@pytest.mark.parametrize('name', ['panda', 'talos', 'solo12'])
+def test_the_root_link_is_the_one_pinocchio_hangs_on_the_world(name):
+    path, floating_base = example_urdf(name)
+    model = RobotModel.from_urdf_path(path, floating_base)
+    assert root_link_name(path.read_text()) == root_link(model)
+
+
+def test_a_urdf_with_two_trees_names_its_roots():
+    two = '<robot name="two"><link name="a"/><link name="b"/></robot>'
+    with pytest.raises(ModelError, match='2 root links'):
+        root_link_name(two)

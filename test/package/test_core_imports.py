@@ -1,8 +1,8 @@
 """The core layers import neither rclpy, message packages, mujoco nor matplotlib.
 
-The core is every folder below the tools: model, tasks, control, conditioning, inputs and config
-(plus the package's top-level modules). Only ``ros/`` imports rclpy and only ``sim/`` imports
-mujoco; demo, benchmark and faults are tools on top that nothing below imports.
+The core is every folder below the tools: model, tasks, control, conditioning, inputs, config
+and viz (plus the package's top-level modules). Only ``ros/`` imports rclpy and only ``sim/``
+imports mujoco; demo, benchmark and faults are tools on top that nothing below imports.
 """
 
 import json
@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-CORE_PACKAGES = ('model', 'tasks', 'control', 'conditioning', 'inputs', 'config')
+CORE_PACKAGES = ('model', 'tasks', 'control', 'conditioning', 'inputs', 'config', 'viz')
 TOOL_PACKAGES = ('ros', 'sim', 'demo', 'benchmark', 'faults')
 
 # Runs in a fresh interpreter: the test process itself may already have imported rclpy.

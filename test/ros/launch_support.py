@@ -18,6 +18,7 @@ import tempfile
 import time
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO.parent / 'shared' / 'launch_harness'
@@ -118,8 +119,8 @@ def install_prefix(root: Path, stub_log: Path | None = None) -> Path:
     share.mkdir(parents=True)
     _mark_package(root, PACKAGE)
     shutil.copy2(REPO / 'package.xml', share / 'package.xml')
-    for folder, pattern in (('launch', '*.launch.py'), ('config', '*.yaml')):
-        (share / folder).mkdir()
+    for folder, pattern in (('launch', '*.launch.py'), ('config', '*.yaml'), ('config', '*.rviz')):
+        (share / folder).mkdir(exist_ok=True)
         for path in sorted((REPO / folder).glob(pattern)):
             shutil.copy2(path, share / folder / path.name)
     lib = root / 'lib' / PACKAGE
@@ -133,15 +134,20 @@ def install_prefix(root: Path, stub_log: Path | None = None) -> Path:
     for script in WBC_SCRIPTS:
         _write_executable(lib / script, stub)
     for package, executables in FOREIGN_STUBS.items():
-        _mark_package(root, package)
         for name in executables:
-            _write_executable(root / 'lib' / package / name, stub)
+            add_stub(root, stub_log, package, name)
     _mark_package(root, 'ros_gz_sim')
     gz_launch = root / 'share' / 'ros_gz_sim' / 'launch' / 'gz_sim.launch.py'
     gz_launch.parent.mkdir(parents=True)
     gz_launch.write_text(GZ_SIM_STUB)
     _write_executable(root / 'bin' / 'xacro', '#!/bin/sh\ncat "$1"\n')
     return root
+
+
+def add_stub(prefix: Path, stub_log: Path, package: str, executable: str) -> None:
+    """A stub `executable` of ROS package `package` in `prefix`, recording into `stub_log`."""
+    _mark_package(prefix, package)
+    _write_executable(prefix / 'lib' / package / executable, STUB.format(log=stub_log))
 
 
 def launch_command(distro: str | None, prefix: Path, launch_file: str, *args: str) -> list:
@@ -208,3 +214,22 @@ def run_to_end(command: list, timeout: float = 60.0, cwd: Path | None = None) ->
     with LaunchRun(command, cwd) as run:
         code = run.wait(timeout)
         return code, run.output()
+
+
+def stub_records(log: Path, executable: str) -> list[tuple[str, list[dict]]]:
+    """(arguments, parameter files) of every run of a stub executable."""
+    records = []
+    for args in sorted(log.glob(f'{executable}.*.args')):
+        stem = args.name[: -len('.args')]
+        params = [yaml.safe_load(path.read_text()) for path in sorted(log.glob(f'{stem}.params*'))]
+        records.append((args.read_text(), params))
+    return records
+
+
+def node_parameters(params: list[dict]) -> dict:
+    """The `ros__parameters` of every section of `params` (parameter files), merged."""
+    merged = {}
+    for document in params:
+        for section in document.values():
+            merged.update(section['ros__parameters'])
+    return merged

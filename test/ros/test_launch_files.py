@@ -81,7 +81,7 @@ def test_every_named_config_and_launch_file_exists(path):
         if not isinstance(constant, ast.Constant) or not isinstance(constant.value, str):
             continue
         value = constant.value
-        if value.endswith('.yaml') and not value.startswith('_'):
+        if value.endswith(('.yaml', '.rviz')) and not value.startswith('_'):
             assert (ROOT / 'config' / value).is_file(), f'{path.name} names config/{value}'
         elif value.startswith('_') and value.endswith('.yaml'):
             for robot in robots:

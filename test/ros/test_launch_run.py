@@ -9,7 +9,15 @@ robot_state_publisher) and for the wbc nodes, which record their parameters.
 from pathlib import Path
 import re
 
-from launch_support import LaunchRun, install_prefix, launch_command, launch_sources, run_to_end
+from launch_support import (
+    LaunchRun,
+    install_prefix,
+    launch_command,
+    launch_sources,
+    node_parameters,
+    run_to_end,
+    stub_records,
+)
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import numpy as np
@@ -226,24 +234,6 @@ def test_sim_launch_refuses_a_missing_params_file_in_one_line(distro, stub_prefi
     )
     code, output = run_to_end(command)
     one_line_failure(code, output, r'controller_params:=/nonexistent/c.yaml: no such file')
-
-
-def stub_records(log: Path, executable: str) -> list[tuple[str, list[dict]]]:
-    """(arguments, parameter files) of every run of a stub executable."""
-    records = []
-    for args in sorted(log.glob(f'{executable}.*.args')):
-        stem = args.name[: -len('.args')]
-        params = [yaml.safe_load(path.read_text()) for path in sorted(log.glob(f'{stem}.params*'))]
-        records.append((args.read_text(), params))
-    return records
-
-
-def node_parameters(params: list[dict]) -> dict:
-    merged = {}
-    for document in params:
-        for section in document.values():
-            merged.update(section['ros__parameters'])
-    return merged
 
 
 @pytest.mark.parametrize(('distro', 'namespace'), source_and_namespace())

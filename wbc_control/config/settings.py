@@ -52,6 +52,7 @@ _REAL_SETTINGS = (
     'joint_limit_deceleration',
     'contact_transition_time',
     'task_transition_time',
+    'markers_rate',
 )
 #: Controller-level settings that can change at runtime (the schema's read_only: false;
 #: `contacts`, live too, is :func:`parse_live_contacts`'s).
@@ -90,6 +91,7 @@ class ControllerSettings:
         task_transition_time: fade of a task switched on or off (s).
         cpu_dma_latency: the CPU wake-up latency to hold while the node runs (µs; -1: none,
             :mod:`wbc_control.cpu_latency`).
+        markers_rate: ~/markers rate (Hz); 0 publishes none.
     """
 
     command_joints: tuple[str, ...]
@@ -117,6 +119,7 @@ class ControllerSettings:
     contact_transition_time: float
     task_transition_time: float
     cpu_dma_latency: int
+    markers_rate: float
 
 
 def root_link(robot: RobotModel) -> str:

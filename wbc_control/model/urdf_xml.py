@@ -26,3 +26,19 @@ def parse_urdf(urdf_xml: str) -> ET.Element:
             f'the robot description is not a URDF: its root is <{root.tag}>, not <robot>'
         )
     return root
+
+
+def root_link_name(urdf_xml: str) -> str:
+    """The URDF's root link: the one link no joint has as its child.
+
+    Raises:
+        ModelError: not a URDF, or not one tree (no link, or more than one root).
+    """
+    robot = parse_urdf(urdf_xml)
+    children = {child.get('link') for child in robot.iterfind('joint/child')}
+    roots = [
+        link.get('name') for link in robot.iterfind('link') if link.get('name') not in children
+    ]
+    if len(roots) != 1:
+        raise ModelError(f'the URDF has {len(roots)} root links ({", ".join(roots)}), not one')
+    return roots[0]

@@ -12,7 +12,8 @@ Wiring only; the work is in :class:`~wbc_control.control.controller_loop.Control
 Each accepted `joint_states` sample (best effort, depth 1; paired with `odom` for a floating
 base) is one tick and one command on `effort_controller/commands` (reliable, depth 1, as
 ros2_control's forward_command_controller expects). `~/<task>/target` and
-`~/<task>/trajectory` are wired by :mod:`wbc_control.ros.task_inputs`. Stamps are
+`~/<task>/trajectory` are wired by :mod:`wbc_control.ros.task_inputs`, `~/markers` (RViz) by
+:mod:`wbc_control.ros.markers`. Stamps are
 judged against the node's clock; a watchdog on the wall clock sends the safe command while no
 tick ran for `joint_state_timeout` s of node or wall time, and a jump of the node's clock or
 of the publisher's stamps backwards restarts the input rules, the watchdog and the soft start
@@ -60,9 +61,11 @@ from wbc_control.ros import messages
 from wbc_control.ros.controller_parameters import declare_controller_parameters
 from wbc_control.ros.dds_transport import use_udp_transport
 from wbc_control.ros.log_throttle import ThrottledLog
+from wbc_control.ros.markers import MarkerPublisher
 from wbc_control.ros.parameters import declare, refuse_unknown
 from wbc_control.ros.runtime import load_robot_model, run_node
 from wbc_control.ros.task_inputs import TaskInputs
+from wbc_control.viz.snapshot import snapshot
 
 NODE_NAME = 'wbc_controller'
 COMMAND_TOPIC = 'effort_controller/commands'
@@ -279,6 +282,8 @@ class ControllerNode(LifecycleNode):
         if settings.diagnostics_rate > 0.0:
             self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
             self.create_timer(1.0 / settings.diagnostics_rate, self._on_diagnostics, clock=steady)
+        take = partial(snapshot, self._loop)
+        self._markers = MarkerPublisher(self, settings.markers_rate, take, settings.world_frame)
 
     def _startup_summary(self) -> str:
         odom = self.resolve_topic_name(ODOM_TOPIC) if self._robot.floating_base else None
@@ -322,6 +327,7 @@ class ControllerNode(LifecycleNode):
         apply_live_update(self._loop.controller, planned)
         self._settings = planned.settings
         self._loop.stale_command = planned.settings.stale_command
+        self._markers.set_rate(planned.settings.markers_rate)
         changed = ', '.join(parameter.name for parameter in parameters)
         self.get_logger().info(f'parameters changed: {changed}')
 
