@@ -9,6 +9,7 @@ robot_state_publisher) and for the wbc nodes, which record their parameters.
 from pathlib import Path
 import re
 
+from diagnostic_msgs.msg import DiagnosticArray
 from launch_support import (
     LaunchRun,
     install_prefix,
@@ -22,8 +23,10 @@ from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import numpy as np
 import pytest
-from robots import MIXED_JOINTS_URDF, example_urdf
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from robots import MIXED_JOINTS_URDF, example_urdf, shipped_parameters
 from ros_support import RosProbe
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 import yaml
 
@@ -54,28 +57,99 @@ def task_torques(received: list) -> int:
     return sum(bool(np.any(message.data)) for message in received)
 
 
-def assert_torques_then_clean_exit(run: LaunchRun, topic: str, joints: int) -> None:
-    """The loop runs (task torques, so the simulator is up), then Ctrl-C ends it cleanly.
+#: Simulated time (s) after which a launched robot must still be where its files put it.
+SETTLED_SIM_S = 10.0
+#: How far (rad, m for prismatic joints) a joint may be from that pose then.
+POSE_TOLERANCE = 0.05
+#: Wall-clock bound of the wait for SETTLED_SIM_S: start-up under load plus a simulation that
+#: may run slower than real time on a loaded 2-core machine.
+SETTLED_WAIT_S = 300.0
+#: Joint-state rejections that say the robot moved implausibly (fell, hit a wall).
+IMPLAUSIBLE = ('joint_states.velocity_limit', 'joint_states.position_limit')
 
-    Zeros do not count: the controller sends its safe command while the simulator still starts,
-    and a Ctrl-C then would reach a simulator still importing (Python's own traceback).
-    """
-    probe = RosProbe('launch_probe')
-    try:
-        received = probe.subscribe(Float64MultiArray, topic)
-        arrived = probe.spin_until(
-            lambda: task_torques(received) >= TORQUE_COUNT or run.process.poll() is not None,
-            FIRST_TORQUES_S,
+
+def stamp_s(message: JointState) -> float:
+    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+
+
+def configured_pose(robot: str) -> np.ndarray:
+    """The posture target of config/<robot>_controller.yaml (model order)."""
+    tasks = shipped_parameters(f'{robot}_controller')['tasks']
+    [posture] = [task for task in tasks.values() if task['type'] == 'joint_posture']
+    return np.array(posture['target'])
+
+
+class LaunchWatch:
+    """The launched loop seen from a probe: commands, joint states and the controller's status."""
+
+    def __init__(self, run: LaunchRun, namespace: str) -> None:
+        self.run, self.probe = run, RosProbe('launch_probe')
+        self.commands = self.probe.subscribe(
+            Float64MultiArray, f'{namespace}/effort_controller/commands'
         )
-    finally:
-        probe.close()
-    assert arrived and task_torques(received) >= TORQUE_COUNT, (
-        f'{len(received)} commands on {topic}, {task_torques(received)} of them task torques:\n'
-        f'{run.output()}'
+        every_state = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+        self.states = self.probe.subscribe(JointState, f'{namespace}/joint_states', every_state)
+        self.statuses: list[dict[str, str]] = []
+        self.probe.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_status, 50)
+
+    def _on_status(self, message: DiagnosticArray) -> None:
+        for status in message.status:
+            if status.name.startswith('wbc_controller: '):
+                values = {item.key: item.value for item in status.values}
+                self.statuses.append({'check': status.name, **values})
+
+    def running(self) -> bool:
+        """Whether launch still runs."""
+        return self.run.process.poll() is None
+
+    def wait_for(self, condition, timeout: float, what: str) -> None:
+        """Spin until `condition()` holds; fail naming `what` after `timeout` s of wall time."""
+        arrived = self.probe.spin_until(lambda: condition() or not self.running(), timeout)
+        assert arrived and condition(), f'{what} within {timeout} s:\n{self.run.output()}'
+
+    def close(self) -> None:
+        """Destroy the probe node."""
+        self.probe.close()
+
+
+def assert_torques(watch: LaunchWatch, joints: int) -> None:
+    """The loop runs: task torques (zeros are the controller's safe command while it starts)."""
+    watch.wait_for(
+        lambda: task_torques(watch.commands) >= TORQUE_COUNT,
+        FIRST_TORQUES_S,
+        f'{TORQUE_COUNT} task torques ({len(watch.commands)} commands so far)',
     )
-    torques = np.array([message.data for message in received])
-    assert torques.shape == (len(received), joints)
+    torques = np.array([message.data for message in watch.commands])
+    assert torques.shape == (len(watch.commands), joints)
     assert np.isfinite(torques).all()
+
+
+def assert_where_configured(watch: LaunchWatch, pose: np.ndarray, moved: tuple[str, ...] = ()):
+    """After SETTLED_SIM_S of simulated time every joint but `moved` is at `pose`.
+
+    Nothing was rejected as implausible and no joint was held at its limit on the way.
+    """
+    watch.wait_for(
+        lambda: watch.states and stamp_s(watch.states[-1]) >= SETTLED_SIM_S,
+        SETTLED_WAIT_S,
+        f'{SETTLED_SIM_S} s of simulated time',
+    )
+    watch.probe.spin_until(lambda: len(watch.statuses) >= 3, 5.0)  # the latest counts
+    last = watch.states[-1]
+    positions = np.array(last.position)
+    off = np.abs(positions - pose) > POSE_TOLERANCE
+    away = {name: round(float(q), 3) for name, q, o in zip(last.name, positions, off) if o}
+    away = {name: q for name, q in away.items() if name not in moved}
+    assert not away, f'{away} at {stamp_s(last):.3f} s, configured {pose.round(3)}'
+    for status in watch.statuses:
+        assert not status.get('joints_at_limit'), status
+        assert not any(key.startswith(f'rejected.{k}') for key in status for k in IMPLAUSIBLE)
+    assert 'velocity_limit' not in watch.run.output()
+    assert 'position_limit' not in watch.run.output()
+
+
+def assert_clean_exit(run: LaunchRun) -> None:
+    """Ctrl-C ends every process with exit code 0 and no escalation."""
     code = run.interrupt()
     output = run.output()
     assert code == 0 and 'LAUNCH RC 0' in output, output
@@ -85,6 +159,20 @@ def assert_torques_then_clean_exit(run: LaunchRun, topic: str, joints: int) -> N
     # DDS may hold a node's teardown that long after its peers exited: that one is named, 'the
     # middleware had not released the node', and not a hang of ours.)
     assert 'forcing the exit' not in output, output
+
+
+def assert_torques_then_clean_exit(run: LaunchRun, topic_namespace: str, joints: int) -> None:
+    """The loop runs (task torques, so the simulator is up), then Ctrl-C ends it cleanly.
+
+    A Ctrl-C before the first task torques could reach a simulator still importing (Python's
+    own traceback).
+    """
+    watch = LaunchWatch(run, topic_namespace)
+    try:
+        assert_torques(watch, joints)
+    finally:
+        watch.close()
+    assert_clean_exit(run)
 
 
 def source_and_namespace() -> list:
@@ -97,11 +185,31 @@ def source_and_namespace() -> list:
 
 
 @pytest.mark.parametrize(('distro', 'namespace'), source_and_namespace())
-def test_sim_launch_runs_panda_and_stops_on_ctrl_c(distro, namespace, real_prefix) -> None:
+def test_sim_launch_runs_panda_from_its_ready_pose_and_stops_on_ctrl_c(
+    distro, namespace, real_prefix
+) -> None:
+    """README's command: the arm waits in its ready pose for the controller and stays there."""
     arguments = ['robot:=panda'] + ([f'namespace:={namespace}'] if namespace else [])
     command = launch_command(distro, real_prefix, 'wbc_sim.launch.py', *arguments)
     with LaunchRun(command) as run:
-        assert_torques_then_clean_exit(run, f'{namespace}/effort_controller/commands', 7)
+        watch = LaunchWatch(run, namespace)
+        try:
+            assert_torques(watch, 7)
+            first = watch.states[0]
+            assert stamp_s(first) == 0.0  # held until the controller commanded
+            pose = configured_pose('panda')
+            np.testing.assert_allclose(first.position, pose, atol=1e-9)
+            assert_where_configured(watch, pose)
+        finally:
+            watch.close()
+        assert_clean_exit(run)
+
+
+#: Talos's hand task moves its left arm to the hand target, and the centre-of-mass task (above
+#: the posture) swings the right arm to balance it: the arms leave the half-sitting pose.
+TALOS_ARM_JOINTS = tuple(
+    f'arm_{side}_{i}_joint' for side in ('left', 'right') for i in range(1, 8)
+)
 
 
 @pytest.mark.parametrize('distro', SOURCES[-1:])
@@ -136,11 +244,21 @@ def test_sim_launch_with_autostart_false_leaves_the_controller_unconfigured(dist
 
 @pytest.mark.slow
 @pytest.mark.parametrize('distro', SOURCES[-1:])
-@pytest.mark.parametrize(('robot', 'joints'), [('talos', 32), ('solo12', 12)])
-def test_sim_launch_runs_the_legged_robots(distro, real_prefix, robot, joints) -> None:
+@pytest.mark.parametrize(
+    ('robot', 'joints', 'moved'), [('talos', 32, TALOS_ARM_JOINTS), ('solo12', 12, ())]
+)
+def test_sim_launch_runs_the_legged_robots_where_configured(
+    distro, real_prefix, robot, joints, moved
+) -> None:
     command = launch_command(distro, real_prefix, 'wbc_sim.launch.py', f'robot:={robot}')
     with LaunchRun(command) as run:
-        assert_torques_then_clean_exit(run, '/effort_controller/commands', joints)
+        watch = LaunchWatch(run, '')
+        try:
+            assert_torques(watch, joints)
+            assert_where_configured(watch, configured_pose(robot), moved)
+        finally:
+            watch.close()
+        assert_clean_exit(run)
 
 
 def one_line_failure(code: int, output: str, message: str) -> None:
@@ -223,7 +341,7 @@ def test_sim_launch_runs_a_users_robot_from_its_own_files(distro, real_prefix, t
     ]
     command = launch_command(distro, real_prefix, 'wbc_sim.launch.py', *arguments)
     with LaunchRun(command) as run:
-        assert_torques_then_clean_exit(run, '/ur5/effort_controller/commands', 6)
+        assert_torques_then_clean_exit(run, '/ur5', 6)
 
 
 @pytest.mark.parametrize('distro', SOURCES[-1:])
