@@ -118,7 +118,7 @@ def generate_launch_description() -> LaunchDescription:
             'lockstep',
             default_value='config',
             choices=['true', 'false', 'config'],
-            description='config: as config/<robot>_sim.yaml says (Talos, Solo12: true)',
+            description='config: as config/<robot>_sim.yaml says (true for all three)',
         ),
         DeclareLaunchArgument('real_time_factor', default_value='1.0'),
         DeclareLaunchArgument(

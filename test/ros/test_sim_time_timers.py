@@ -42,7 +42,12 @@ def test_the_status_timer_keeps_its_rate_beside_a_flooding_simulated_clock() -> 
     nodes: list[NodeProcess] = []
     try:
         # Unpaced (as fast as it can), no command needed: /clock and joint states flood.
-        unpaced = ('real_time_factor:=0.0', 'command_timeout:=0.0')
+        unpaced = (
+            'lockstep:=false',
+            'hold_until_commanded:=false',
+            'real_time_factor:=0.0',
+            'command_timeout:=0.0',
+        )
         nodes.append(start_panda_node('wbc_sim', 'panda_sim.yaml', *unpaced))
         settings = ('exact_rate:=0.0', f'publish_rate:={PUBLISH_RATE_HZ}', 'use_sim_time:=true')
         nodes.append(start_panda_node('wbc_diagnostics', 'diagnostics.yaml', *settings))
