@@ -2,10 +2,19 @@
 
 import numpy as np
 import pytest
+from robots import robot
 
 from wbc_control.exceptions import InvalidValue
+from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejected
 from wbc_control.inputs.odometry import OdometryDecoder, OdometryRejected
-from wbc_control.inputs.timing import StampRules, Watchdog, check_period
+from wbc_control.inputs.timing import (
+    WALL_CLOCK_EPOCH_S,
+    ClockCheck,
+    StampRules,
+    Watchdog,
+    check_period,
+    other_clock,
+)
 
 POSE = [0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]
 TWIST = [0.0] * 6
@@ -85,6 +94,89 @@ def test_odometry_follows_the_same_rules():
         assert error.value.reason == reason
     assert not decoder.decode('odom', 'base', POSE, TWIST, 1.03, now_s=1.03).restarted
     assert decoder.decode('odom', 'base', POSE, TWIST, 0.01, now_s=0.01).restarted
+
+
+#: A wall-clock reading (2026-11-26) and a simulator's time.
+WALL_S = 1_795_857_949.368
+SIM_S = 11.94
+
+
+@pytest.mark.parametrize(
+    ('stamp_s', 'now_s', 'fix'),
+    [
+        (SIM_S, WALL_S, 'use_sim_time:=true'),  # a simulator's stamps, a node on the wall clock
+        (86_400.0 * 3, WALL_S, 'use_sim_time:=true'),  # a driver's clock 3 days since boot
+        (WALL_S, SIM_S, 'use_sim_time:=false'),  # wall-clock stamps, a node on simulated time
+        (SIM_S, 0.0, 'no /clock has arrived'),  # use_sim_time without a simulator
+        (WALL_S, 0.0, 'no /clock has arrived'),
+    ],
+)
+def test_stamps_on_another_clock_name_the_cause_and_the_fix(stamp_s, now_s, fix):
+    assert fix in other_clock(stamp_s, now_s)
+
+
+@pytest.mark.parametrize(
+    ('stamp_s', 'now_s'),
+    [
+        (WALL_S - 3600.0, WALL_S),  # an hour late: stale, but on the node's clock
+        (WALL_S + 7.3, WALL_S),  # hosts whose clocks differ: skew, not another clock
+        (SIM_S - 9.5, SIM_S),  # simulated time on both sides
+        (0.0, WALL_S),  # unstamped
+        (0.0, 0.0),
+    ],
+)
+def test_stamps_on_the_same_kind_of_clock_give_no_hint(stamp_s, now_s):
+    assert other_clock(stamp_s, now_s) == ''
+
+
+def test_the_wall_clock_starts_at_the_epoch_boundary():
+    assert other_clock(WALL_CLOCK_EPOCH_S - 0.5, WALL_CLOCK_EPOCH_S) != ''
+    assert other_clock(WALL_CLOCK_EPOCH_S, WALL_CLOCK_EPOCH_S + 0.5) == ''
+    assert other_clock(WALL_CLOCK_EPOCH_S, WALL_CLOCK_EPOCH_S - 0.5) != ''
+
+
+def test_a_clock_check_tells_each_new_disagreement_once():
+    check = ClockCheck()
+    first = check.check(SIM_S, WALL_S)
+    assert 'use_sim_time:=true' in first and check.hint == first
+    assert check.check(SIM_S + 0.002, WALL_S + 0.002) == '' and check.hint == first
+    assert check.check(WALL_S, SIM_S) != ''  # another disagreement: told again
+    assert check.check(WALL_S, WALL_S) == '' and check.hint == ''
+    assert check.check(SIM_S, WALL_S) == first  # back after an agreement: told again
+
+
+def test_the_first_rejection_of_stamps_on_another_clock_carries_the_hint_once():
+    """The shipped Panda files started by hand without use_sim_time, in the decoder."""
+    decoder = JointStateDecoder(robot('panda'), timeout_s=0.1)
+    names = list(robot('panda').joint_names)
+    positions = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
+    velocities = [0.01 * i for i in range(9)]
+    decoder.decode(names, positions, velocities, 0.0, WALL_S)  # held, unstamped: admitted
+    hints = []
+    for k in range(1, 4):
+        with pytest.raises(JointStateRejected) as rejected:
+            decoder.decode(names, positions, velocities, 0.002 * k, WALL_S + 0.002 * k)
+        assert rejected.value.reason == 'stale'
+        hints.append(rejected.value.hint)
+    assert 'use_sim_time:=true' in hints[0] and hints[1:] == ['', '']
+    assert decoder.clock_hint == hints[0]  # for /diagnostics while it lasts
+    decoder.decode(names, positions, velocities, WALL_S + 0.01, WALL_S + 0.01)
+    assert decoder.clock_hint == ''
+
+
+def test_a_late_stamp_on_the_same_clock_is_stale_without_a_hint():
+    rules = StampRules(timeout_s=0.1, future_tolerance_s=0.05)
+    verdicts = [rules.admit(WALL_S - 0.5, WALL_S), rules.admit(WALL_S + 0.2, WALL_S)]
+    assert [v.reason for v in verdicts] == ['stale', 'future']
+    assert [v.hint for v in verdicts] == ['', ''] and rules.clock_hint == ''
+
+
+def test_odometry_stamps_on_another_clock_carry_the_hint():
+    decoder = OdometryDecoder('odom', 'base', timeout_s=0.1)
+    with pytest.raises(OdometryRejected) as rejected:
+        decoder.decode('odom', 'base', POSE, TWIST, WALL_S, now_s=SIM_S)
+    assert rejected.value.reason == 'future' and 'use_sim_time:=false' in rejected.value.hint
+    assert decoder.clock_hint == rejected.value.hint
 
 
 def test_watchdog_expires_on_node_time():

@@ -177,8 +177,15 @@ def node_schema(node: str):
         return load_schema('robot_model')  # no schema yet: only the shared parameters are known
 
 
+#: Parameters rclpy declares on every node.
+ROS_PARAMETERS = {'use_sim_time': (True, False)}
+
+
 def check_parameter(node: str, name: str, value: str | None = None, live: bool = False) -> None:
     """`name` is declared by `node`, `value` passes its rules, and it is live if set live."""
+    if name in ROS_PARAMETERS:
+        assert yaml.safe_load(value or 'true') in ROS_PARAMETERS[name], f'{name}:={value}'
+        return
     schema = node_schema(node)
     spec = schema.lookup(name)
     if spec is None and schema.node != node:

@@ -48,6 +48,21 @@ def test_one_line_per_period_and_the_next_says_how_many_were_held_back(throttled
     assert line.endswith('NaN'), 'the count restarts after each printed line'
 
 
+def test_a_line_that_must_not_be_lost_is_printed_and_starts_the_period(throttled, capfd):
+    log, now = throttled
+    log.warning('joint_states.stale', 'stale')
+    log.warning('joint_states.stale', 'stale')
+    log.warning('joint_states.stale', 'stale; likely cause: the other clock', always=True)
+    log.warning('joint_states.stale', 'stale')
+    printed = lines(capfd, 'stale')
+    assert len(printed) == 2
+    assert printed[1].endswith('the other clock (1 more not logged since the last such line)')
+    now[0] += 1.0
+    log.warning('joint_states.stale', 'stale')
+    (line,) = lines(capfd, 'stale')
+    assert line.endswith('stale (1 more not logged since the last such line)')
+
+
 def test_keys_are_independent_and_levels_and_periods_are_kept(throttled, capfd):
     log, now = throttled
     log.warning('joint_states.non_finite', 'first reason')

@@ -47,6 +47,7 @@ class InputState(NamedTuple):
     odom_age: float | None = None
     odom_pairing: str | None = None  # set for a floating base
     control: str = 'active'  # the loop's Mode: 'active', 'stopping' or 'inactive'
+    clock_hint: str = ''  # the stamps read another clock than the node's: cause and fix
 
 
 def clipping_tasks(controller: PrioritizedController, statistics: TickStatistics) -> list[str]:
@@ -151,10 +152,14 @@ def inputs_check(statistics: TickStatistics, inputs: InputState) -> Check:
     if inputs.odom_pairing is not None:
         values['odom_age_s'] = _seconds(inputs.odom_age)
         values['odom_pairing'] = inputs.odom_pairing
+    if inputs.clock_hint:
+        values['clock_hint'] = inputs.clock_hint
     if inputs.control == 'inactive':
         return Check(Severity.OK, 'inactive: no joint state ticks, no command is sent', values)
     if inputs.stale:
         summary = f'stale: {inputs.waited}; publishing the {inputs.stale_command} command'
+        if inputs.clock_hint:
+            summary += f'; likely cause: {inputs.clock_hint}'
         return Check(Severity.ERROR, summary, values)
     rejected = statistics.rejected_in_period
     if rejected:

@@ -82,6 +82,11 @@ class JointStateDecoder:
         """Forget the last accepted stamp (e.g. after a simulation reset)."""
         self._rules.reset()
 
+    @property
+    def clock_hint(self) -> str:
+        """Why stamps are rejected while they read another clock than the node's, else ''."""
+        return self._rules.clock_hint
+
     def decode(
         self,
         names: Sequence[str],
@@ -119,7 +124,9 @@ class JointStateDecoder:
         self._check_plausible(joint_positions, joint_velocities)
         verdict = self._rules.admit(stamp_s, now_s)
         if verdict.reason is not None:
-            raise JointStateRejected(verdict.reason, verdict.detail, verdict.restarted)
+            raise JointStateRejected(
+                verdict.reason, verdict.detail, verdict.restarted, verdict.hint
+            )
         return JointSample(joint_positions, joint_velocities, stamp_s, verdict.restarted)
 
     def _check_plausible(self, positions: np.ndarray, velocities: np.ndarray) -> None:

@@ -76,6 +76,11 @@ class OdometryDecoder:
         """Forget the last accepted stamp (e.g. after a simulation reset)."""
         self._rules.reset()
 
+    @property
+    def clock_hint(self) -> str:
+        """Why stamps are rejected while they read another clock than the node's, else ''."""
+        return self._rules.clock_hint
+
     def decode(
         self,
         frame_id: str,
@@ -111,7 +116,7 @@ class OdometryDecoder:
             raise OdometryRejected('quaternion', str(error)) from error
         verdict = self._rules.admit(stamp_s, now_s)
         if verdict.reason is not None:
-            raise OdometryRejected(verdict.reason, verdict.detail, verdict.restarted)
+            raise OdometryRejected(verdict.reason, verdict.detail, verdict.restarted, verdict.hint)
         return BaseSample(pose, twist, stamp_s, verdict.restarted)
 
 

@@ -14,6 +14,12 @@ watchdog and soft start): the node's clock jumping backwards (a simulator reset 
 use_sim_time), and a stamp more than `timeout_s` older than the last admitted one (a restarted
 publisher whose stamps start again).
 
+A stale or future stamp that reads another kind of clock than the node's (:func:`other_clock`:
+simulated time or a clock counting from boot against wall-clock time, or the reverse) is most
+likely a configuration mistake, not a late message: the first such rejection carries a hint
+naming the cause and the fix (:class:`ClockCheck`), and the hint stays readable for
+diagnostics until a stamp is admitted again.
+
 :class:`Watchdog` decides when the safe command must replace the task torques. It runs on both
 the node's clock and the monotonic wall clock, so a stopped or rewound simulated clock still
 expires it.
@@ -29,6 +35,13 @@ from wbc_control.exceptions import InvalidValue, WbcError
 
 #: Default tolerance (s) for stamps ahead of the node's clock (clock skew between hosts).
 DEFAULT_FUTURE_TOLERANCE_S = float(schema_default('wbc_controller', 'future_stamp_tolerance'))
+#: A time earlier than this (s since 1970: 2001-09-09) is not a reading of the wall clock: it is
+#: simulated time, or a clock counting from a computer's or a driver's start.
+WALL_CLOCK_EPOCH_S = 1e9
+SIM_TIME_FIX = (
+    'with a simulator that publishes /clock (wbc_sim does), start this node with '
+    'use_sim_time:=true'
+)
 
 
 def _positive(value: float, what: str) -> float:
@@ -38,12 +51,72 @@ def _positive(value: float, what: str) -> float:
     return value
 
 
-class InputRejected(WbcError):
-    """An input sample was rejected; `reason` is a short machine-friendly key."""
+def other_clock(stamp_s: float, now_s: float) -> str:
+    """The likely cause and fix when a stamp and the node's clock read different clocks.
 
-    def __init__(self, reason: str, detail: str, restarted: bool = False) -> None:
+    Empty when both read the same kind of clock (both wall-clock time, or both not), whatever
+    their difference, and for stamp 0 (unstamped). A node on simulated time whose clock still
+    reads 0 has received no /clock at all.
+    """
+    if stamp_s == 0.0:
+        return ''
+    if now_s == 0.0:
+        return (
+            "this node's clock reads 0: it runs on simulated time (use_sim_time:=true) and no "
+            '/clock has arrived; start the simulator that publishes /clock, or, for a robot or '
+            'a driver stamping with the wall clock, set use_sim_time:=false'
+        )
+    stamp_wall, clock_wall = stamp_s >= WALL_CLOCK_EPOCH_S, now_s >= WALL_CLOCK_EPOCH_S
+    if clock_wall and not stamp_wall:
+        return (
+            'the stamps are not wall-clock time (simulated time, or a driver clock counting '
+            'from its start) while this node runs on the wall clock: '
+            f'{SIM_TIME_FIX}; with a driver, have it stamp its states with the ROS clock'
+        )
+    if stamp_wall and not clock_wall:
+        return (
+            'the stamps are wall-clock time while this node runs on simulated time '
+            '(use_sim_time:=true): for a robot or a driver stamping with the wall clock, set '
+            'use_sim_time:=false; a simulator must stamp its states with the time it '
+            'publishes on /clock'
+        )
+    return ''
+
+
+class ClockCheck:
+    """Tells once when stamps and the node's clock read different clocks (:func:`other_clock`).
+
+    :meth:`check` returns the hint the first time it holds, and empty again until it changed
+    or a stamp was found on the node's clock (:meth:`clear`) in between; :attr:`hint` holds the
+    current one.
+    """
+
+    def __init__(self) -> None:
+        self.hint = ''
+
+    def check(self, stamp_s: float, now_s: float) -> str:
+        """The hint for this stamp if it is new (to report), else empty."""
+        hint = other_clock(stamp_s, now_s)
+        new = hint if hint != self.hint else ''
+        self.hint = hint
+        return new
+
+    def clear(self) -> None:
+        """A stamp agreed with the node's clock: a later disagreement is new again."""
+        self.hint = ''
+
+
+class InputRejected(WbcError):
+    """An input sample was rejected; `reason` is a short machine-friendly key.
+
+    `hint` names the likely cause and fix when the stamp reads another clock than the node's
+    (set on the first such rejection only, so that it is reported once).
+    """
+
+    def __init__(self, reason: str, detail: str, restarted: bool = False, hint: str = '') -> None:
         self.reason = reason
         self.restarted = restarted  # the time rules restarted before rejecting
+        self.hint = hint
         super().__init__(f'{reason}: {detail}')
 
 
@@ -53,6 +126,7 @@ class StampVerdict(NamedTuple):
     reason: str | None  # None: admitted; else 'future' | 'stale' | 'out_of_order'
     detail: str
     restarted: bool  # the clock or the publisher jumped back: reset watchdogs and ramps
+    hint: str = ''  # a new other-clock hint (see ClockCheck), to report once
 
 
 class StampRules:
@@ -70,6 +144,12 @@ class StampRules:
         self.future_tolerance_s = _positive(future_tolerance_s, 'future tolerance')
         self._last_stamp_s = -np.inf
         self._last_now_s = -np.inf
+        self.clock_check = ClockCheck()
+
+    @property
+    def clock_hint(self) -> str:
+        """Why the stamps are rejected, while they read another clock than the node's."""
+        return self.clock_check.hint
 
     def reset(self) -> None:
         """Forget the last admitted stamp and clock reading."""
@@ -92,10 +172,14 @@ class StampRules:
             return StampVerdict(None, '', restarted)
         if stamp_s > now_s + self.future_tolerance_s:
             detail = f'stamp {stamp_s:.6f} s is {stamp_s - now_s:.3f} s ahead of the clock'
-            return StampVerdict('future', detail, restarted)
+            return StampVerdict(
+                'future', detail, restarted, self.clock_check.check(stamp_s, now_s)
+            )
         if stamp_s < now_s - self.timeout_s:
             detail = f'stamp {stamp_s:.6f} s is {now_s - stamp_s:.3f} s behind the clock'
-            return StampVerdict('stale', detail, restarted)
+            return StampVerdict('stale', detail, restarted, self.clock_check.check(stamp_s, now_s))
+        if self.clock_check.hint:
+            self.clock_check.clear()
         if stamp_s < self._last_stamp_s - self.timeout_s:
             self._last_stamp_s = -np.inf
             restarted = True

@@ -349,7 +349,11 @@ class ControllerNode(LifecycleNode):
             )
         except JointStateRejected as rejection:
             self._restart_if(rejection.restarted, JOINT_STATE_TOPIC)
-            self._reject(f'joint_states.{rejection.reason}', f'joint_states rejected: {rejection}')
+            self._reject(
+                f'joint_states.{rejection.reason}',
+                f'joint_states rejected: {rejection}',
+                rejection.hint,
+            )
             return
         self._restart_if(sample.restarted, JOINT_STATE_TOPIC)
         if not self._robot.floating_base:
@@ -370,7 +374,7 @@ class ControllerNode(LifecycleNode):
             )
         except OdometryRejected as rejection:
             self._restart_if(rejection.restarted, ODOM_TOPIC)
-            self._reject(f'odom.{rejection.reason}', f'odom rejected: {rejection}')
+            self._reject(f'odom.{rejection.reason}', f'odom rejected: {rejection}', rejection.hint)
             return
         self._restart_if(sample.restarted, ODOM_TOPIC)
         pair = self._pairing.add_base(sample, now.nanoseconds * 1e-9)
@@ -397,9 +401,12 @@ class ControllerNode(LifecycleNode):
             'watchdog and soft start restarted'
         )
 
-    def _reject(self, key: str, message: str) -> None:
+    def _reject(self, key: str, message: str, hint: str = '') -> None:
         self._loop.statistics.reject(key)
-        self._throttled.warning(key, message)
+        if hint:  # the first rejection of stamps on another clock: its cause and fix, once
+            self._throttled.warning(key, f'{message}; likely cause: {hint}', always=True)
+        else:
+            self._throttled.warning(key, message)
 
     # Output -------------------------------------------------------------------------------
 
@@ -470,8 +477,9 @@ class ControllerNode(LifecycleNode):
         now_s = self.get_clock().now().nanoseconds * 1e-9
         age = self._loop.state_age(now_s)
         base_age = self._pairing.base_age(now_s) if self._robot.floating_base else None
+        clock_hint = self._decoder.clock_hint or self._odom_decoder.clock_hint
         return status.controller_checks(
-            self._loop, self._settings, self._waited(age, 2), age, base_age
+            self._loop, self._settings, self._waited(age, 2), age, base_age, clock_hint
         )
 
     def _on_diagnostics(self) -> None:

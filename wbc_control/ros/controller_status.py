@@ -64,8 +64,12 @@ def controller_checks(
     waited: str,
     state_age: float | None,
     base_age: float | None,
+    clock_hint: str = '',
 ) -> dict[str, Check]:
-    """Every check of the controller now; `base_age` is None on a fixed base."""
+    """Every check of the controller now; `base_age` is None on a fixed base.
+
+    `clock_hint`: why the stamps are rejected, when they read another clock than the node's.
+    """
     statistics, robot = loop.statistics, loop.controller.robot
     floating = robot.floating_base
     inputs = checks.InputState(
@@ -77,6 +81,7 @@ def controller_checks(
         base_age,
         settings.odom_pairing if floating else None,
         loop.mode.value,
+        clock_hint,
     )
     clipping = checks.clipping_tasks(loop.controller, statistics)
     out_of_reach = checks.out_of_reach_tasks(loop.controller)

@@ -34,6 +34,7 @@ from wbc_control.config.diagnostics import diagnostics_settings
 from wbc_control.config.schema import load_schema
 from wbc_control.exceptions import InvalidValue
 from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejected
+from wbc_control.inputs.timing import ClockCheck
 from wbc_control.ros.log_throttle import ThrottledLog
 from wbc_control.ros.parameters import refuse_unknown
 from wbc_control.ros.runtime import (
@@ -72,6 +73,7 @@ class DiagnosticsNode(Node):
             position_margin=values['position_margin'],
             velocity_factor=values['velocity_factor'],
         )
+        self._clock_check = ClockCheck()  # M needs no clock; the user's setup may, elsewhere
         self._throttled = ThrottledLog(self.get_logger(), _REJECTION_LOG_PERIOD_S)
         self._zero_velocities: dict[int, list[float]] = {}
         self._condition_pub = self.create_publisher(Float64, '~/condition_number', 10)
@@ -108,6 +110,12 @@ class DiagnosticsNode(Node):
         # M depends on positions only, so a state without velocities is complete here.
         velocities = msg.velocity if len(msg.velocity) else self._zeros(len(msg.name))
         stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        hint = self._clock_check.check(stamp_s, now_s)
+        if hint:
+            self.get_logger().warning(
+                f"joint_states stamped {stamp_s:.6f} s, this node's clock reads {now_s:.6f} s; "
+                f'likely cause: {hint}'
+            )
         try:
             sample = self._decoder.decode(msg.name, msg.position, velocities, stamp_s)
         except JointStateRejected as error:
@@ -131,12 +139,17 @@ class DiagnosticsNode(Node):
     def _publish_status(self) -> None:
         now = self.get_clock().now()
         report = self._monitor.report(now.nanoseconds * 1e-9)
+        level, message, hint = report.severity, report.message, self._clock_check.hint
+        values = [KeyValue(key=key, value=value) for key, value in report.values]
+        if hint:
+            level, message = max(level, DiagnosticStatus.WARN[0]), f'{message}; clock: {hint}'
+            values.append(KeyValue(key='clock_hint', value=hint))
         status = DiagnosticStatus(
-            level=bytes([report.severity]),
+            level=bytes([level]),
             name=f'{self.get_name()}: {CHECK_NAME}',
-            message=report.message,
+            message=message,
             hardware_id=self._robot.name,
-            values=[KeyValue(key=key, value=value) for key, value in report.values],
+            values=values,
         )
         self._diagnostics_pub.publish(
             DiagnosticArray(header=Header(stamp=now.to_msg()), status=[status])

@@ -39,9 +39,14 @@ class ThrottledLog:
         if self._due(key, period_s):
             self._logger.info(self._with_held(key, message))
 
-    def warning(self, key: str, message: str, period_s: float | None = None) -> None:
-        """Log `message` as a warning unless `key` printed a line within the period."""
-        if self._due(key, period_s):
+    def warning(
+        self, key: str, message: str, period_s: float | None = None, always: bool = False
+    ) -> None:
+        """Log `message` as a warning unless `key` printed a line within the period.
+
+        `always` prints it in any case (a line that must not be lost) and starts the period.
+        """
+        if self._due(key, period_s, always):
             self._logger.warning(self._with_held(key, message))
 
     def error(self, key: str, message: str, period_s: float | None = None) -> None:
@@ -49,9 +54,9 @@ class ThrottledLog:
         if self._due(key, period_s):
             self._logger.error(self._with_held(key, message))
 
-    def _due(self, key: str, period_s: float | None) -> bool:
+    def _due(self, key: str, period_s: float | None, always: bool = False) -> bool:
         now_s = self._clock()
-        if now_s < self._next_s.get(key, now_s):
+        if not always and now_s < self._next_s.get(key, now_s):
             self._held[key] = self._held.get(key, 0) + 1
             return False
         self._next_s[key] = now_s + (self._period_s if period_s is None else period_s)
