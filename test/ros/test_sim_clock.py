@@ -1,16 +1,23 @@
 """The shipped Panda simulator and controller started by hand: their clocks, over real DDS.
 
 Started without `use_sim_time`, the controller judges the simulator's stamps (simulated time)
-against the wall clock: it must say why it rejects them and what to do, once.
+against the wall clock: it must say why it rejects them and what to do, once. Started with it,
+a simulator that is killed and started again (its clock and stamps back to 0) must be followed
+at once.
 """
 
 from collections.abc import Iterator
+import re
+import signal
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from ros_support import RosProbe, named_probe, start_panda_node
+from ros_support import NodeProcess, RosProbe, named_probe, start_panda_node
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 
 #: Start-up of the node processes (imports, model, DDS discovery): generous for a loaded machine.
 START_S = 120.0
@@ -18,6 +25,13 @@ START_S = 120.0
 WAIT_S = 30.0
 #: Status messages of each node to see after the first hint: seconds of rejections at 2 Hz.
 STATUSES_AFTER_HINT = 6
+RESTARTS = 10
+#: A crash: the simulator gets no chance to leave DDS discovery or to stop its clock.
+STOP_SIGNAL = signal.SIGKILL
+#: Wall time (s) from a restarted simulator's first state to the controller's first task torque.
+FOLLOW_S = 0.5
+#: Simulated time (s) the loop runs before each restart.
+RUN_SIM_S = 1.0
 
 
 @pytest.fixture
@@ -107,3 +121,83 @@ def test_with_use_sim_time_no_hint_is_given(probe) -> None:
             node.stop()
     assert statuses.hint(inputs) == '' and statuses.latest[inputs]['stale'] == 'False'
     assert 'likely cause' not in nodes[0].output()
+
+
+class Loop:
+    """The shipped Panda files on simulated time; the simulator can be stopped and restarted."""
+
+    def __init__(self, probe: RosProbe) -> None:
+        self.probe = probe
+        every_state = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
+        self.states: list[tuple[float, float]] = []  # (wall s, stamp s)
+        self.commands: list[tuple[float, bool]] = []  # (wall s, a task torque)
+        probe.node.create_subscription(
+            JointState,
+            'joint_states',
+            lambda m: self.states.append((time.monotonic(), stamp_s(m))),
+            every_state,
+        )
+        probe.node.create_subscription(
+            Float64MultiArray,
+            'effort_controller/commands',
+            lambda m: self.commands.append((time.monotonic(), bool(np.any(m.data)))),
+            100,
+        )
+        self.controller = start_panda_node(
+            'wbc_controller', 'panda_controller.yaml', 'use_sim_time:=true'
+        )
+        self.sim = self.start_sim()
+
+    def start_sim(self) -> NodeProcess:
+        """A simulator from config/panda_sim.yaml, its clock starting at 0.
+
+        This test's probe is a second joint_states subscriber: the first state waits for both
+        it and the controller (else it could go out to the probe alone, and the controller
+        would hear it only when re-sent, `lockstep_resend_period` later).
+        """
+        return start_panda_node(
+            'wbc_sim', 'panda_sim.yaml', 'use_sim_time:=true', 'lockstep_subscribers:=2'
+        )
+
+    def run_until(self, sim_s: float) -> None:
+        """Spin until the simulator published a state at `sim_s` or later."""
+        ran = self.probe.spin_until(lambda: self.states and self.states[-1][1] >= sim_s, START_S)
+        assert ran, f'{self.sim.output()}\n{self.controller.output()}'
+
+    def restart_sim(self) -> float:
+        """Stop the simulator, start it once the safe command went out; the follow time."""
+        self.sim.stop(STOP_SIGNAL)
+        self.commands.clear()
+        assert self.probe.spin_until(lambda: any(not task for _, task in self.commands), WAIT_S)
+        self.states.clear()
+        self.sim = self.start_sim()
+        assert self.probe.spin_until(lambda: self.states, START_S), self.sim.output()
+        first_s = self.states[0][0]
+        followed = self.probe.spin_until(
+            lambda: any(task and t >= first_s for t, task in self.commands), WAIT_S
+        )
+        assert followed, f'{self.sim.output()}\n{self.controller.output()}'
+        return next(t for t, task in self.commands if task and t >= first_s) - first_s
+
+    def stop(self) -> None:
+        """Stop both nodes."""
+        self.sim.stop()
+        self.controller.stop()
+
+
+@pytest.mark.slow
+def test_a_restarted_simulator_is_followed_at_once_with_the_soft_start(probe) -> None:
+    loop = Loop(probe)
+    follow_s = []
+    try:
+        loop.run_until(RUN_SIM_S)
+        for _ in range(RESTARTS):
+            follow_s.append(loop.restart_sim())
+            loop.run_until(RUN_SIM_S)
+    finally:
+        loop.stop()
+    output = loop.controller.output()
+    assert max(follow_s) <= FOLLOW_S, [round(s, 3) for s in follow_s]
+    jumps = re.findall(r'clock jumped by -[\d.]+ s: .*soft start restarted', output)
+    assert len(jumps) >= RESTARTS, output
+    assert 'velocity_limit' not in output and 'position_limit' not in output, output
