@@ -38,10 +38,6 @@ DEFAULT_FUTURE_TOLERANCE_S = float(schema_default('wbc_controller', 'future_stam
 #: A time earlier than this (s since 1970: 2001-09-09) is not a reading of the wall clock: it is
 #: simulated time, or a clock counting from a computer's or a driver's start.
 WALL_CLOCK_EPOCH_S = 1e9
-SIM_TIME_FIX = (
-    'with a simulator that publishes /clock (wbc_sim does), start this node with '
-    'use_sim_time:=true'
-)
 
 
 def _positive(value: float, what: str) -> float:
@@ -70,8 +66,9 @@ def other_clock(stamp_s: float, now_s: float) -> str:
     if clock_wall and not stamp_wall:
         return (
             'the stamps are not wall-clock time (simulated time, or a driver clock counting '
-            'from its start) while this node runs on the wall clock: '
-            f'{SIM_TIME_FIX}; with a driver, have it stamp its states with the ROS clock'
+            'from its start) while this node runs on the wall clock: with a simulator that '
+            'publishes /clock (wbc_sim does), start this node with use_sim_time:=true; with a '
+            'driver, have it stamp its states with the ROS clock'
         )
     if stamp_wall and not clock_wall:
         return (
