@@ -96,7 +96,7 @@ def test_odometry_follows_the_same_rules():
     assert decoder.decode('odom', 'base', POSE, TWIST, 0.01, now_s=0.01).restarted
 
 
-#: A wall-clock reading (2026-11-26) and a simulator's time.
+#: A wall-clock reading (November 2026) and a simulator's time.
 WALL_S = 1_795_857_949.368
 SIM_S = 11.94
 

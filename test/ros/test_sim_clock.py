@@ -171,8 +171,8 @@ class Loop:
         Timed from the copy of the held first state (stamp 0) that the controller answered,
         the last one this probe heard before the first task torque: the simulator re-sends it
         every `lockstep_resend_period` while unanswered, and DDS may match the controller's
-        reader to the new process after this probe's (up to 18 s after a SIGKILL on a loaded
-        machine, 5 in 155 restarts): discovery, not the controller, which this test times.
+        reader to the new process after this probe's, seconds later after a SIGKILL on a
+        loaded machine: discovery, not the controller, which this test times.
         """
         self.sim.stop(STOP_SIGNAL)
         self.commands.clear()

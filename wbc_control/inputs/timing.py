@@ -35,8 +35,8 @@ from wbc_control.exceptions import InvalidValue, WbcError
 
 #: Default tolerance (s) for stamps ahead of the node's clock (clock skew between hosts).
 DEFAULT_FUTURE_TOLERANCE_S = float(schema_default('wbc_controller', 'future_stamp_tolerance'))
-#: A time earlier than this (s since 1970: 2001-09-09) is not a reading of the wall clock: it is
-#: simulated time, or a clock counting from a computer's or a driver's start.
+#: A time earlier than this (s since 1970, in September 2001) is not a reading of the wall clock:
+#: it is simulated time, or a clock counting from a computer's or a driver's start.
 WALL_CLOCK_EPOCH_S = 1e9
 
 
