@@ -26,6 +26,7 @@ from wbc_control.config.schema import ParameterSchema, load_schema
 from wbc_control.exceptions import ModelError, StartupError, WbcError
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.ros.executors import create_executor, executor_note
+from wbc_control.ros.hard_exit import HardExit
 from wbc_control.ros.parameters import check_overrides, declare, declare_all
 
 
@@ -177,7 +178,7 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
                 # deletion past the stop deadline (test_launch_run: Ctrl-C ends with exit 0).
                 executor.shutdown(timeout_sec=0)
         finally:  # the node's teardown whatever the executor did
-            _shut_down(node)
+            _shut_down(node, code, signals.stopped_at)
             signals.ignore()
     return code
 
@@ -185,6 +186,9 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
 #: Seconds after a stop signal by which the process has ended, forced if need be (ros2 launch
 #: escalates to SIGTERM after 5 s).
 STOP_DEADLINE_S = 3.0
+#: How much later than the deadline's thread the GIL-free exit of a held teardown acts (s): the
+#: thread, when it can run, ends the process first, and the message is given once.
+HELD_TEARDOWN_GRACE_S = 0.2
 
 
 #: Set while the node's middleware entities are being deleted (:func:`_shut_down`).
@@ -196,10 +200,7 @@ def _force_exit() -> None:
     if _TEARING_DOWN.is_set():
         # Fast DDS can take seconds to delete an entity right after its peers have exited
         # (test_stop_signals: the middleware slow to release the node is left and named).
-        sys.stderr.write(
-            f'the middleware had not released the node {STOP_DEADLINE_S:g} s after the stop '
-            'signal: ending without waiting for it\n'
-        )
+        sys.stderr.write(_held_teardown_message(STOP_DEADLINE_S, signalled=True) + '\n')
         sys.stderr.flush()
         os._exit(0)
     sys.stderr.write(
@@ -225,6 +226,8 @@ class _StopSignals:
 
     def __init__(self) -> None:
         self.stopping = False
+        #: time.monotonic() of the first stop signal (None before one).
+        self.stopped_at: float | None = None
         #: Set once the executor spins: rclpy's own handlers (installed by ``rclpy.init``,
         #: which call these after theirs) shut the context down, which ends the spin.
         self.spinning = False
@@ -260,11 +263,13 @@ class _StopSignals:
         Later signals are ignored (above), so a hang in the shutdown would otherwise last until
         SIGKILL; a daemon thread ends the process after :data:`STOP_DEADLINE_S` instead, saying
         so and printing every thread's stack (a slow middleware it names without the stacks,
-        :func:`_force_exit`). That thread needs the GIL: should a call hold it through the
-        deadline, faulthandler's own thread, which needs no GIL, prints every thread's stack
-        0.5 s later and ends the process with exit code 1 (test_stop_signals).
+        :func:`_force_exit`). That thread needs the GIL: should a call of ours hold it through
+        the deadline, faulthandler's own thread, which needs no GIL, prints every thread's stack
+        0.5 s later and ends the process with exit code 1; a middleware call that holds it
+        through the node's teardown is ended by :func:`_shut_down` (test_stop_signals).
         """
         if self._deadline is None:
+            self.stopped_at = time.monotonic()
             self._deadline = threading.Timer(STOP_DEADLINE_S, _force_exit)
             self._deadline.daemon = True
             self._deadline.start()
@@ -280,28 +285,52 @@ def _in_finalizer(frame: FrameType | None) -> bool:
     return False
 
 
-def _shut_down(node: Node | None) -> None:
-    """Destroy the node, shut rclpy down and release the DDS participant.
+def _shut_down(node: Node | None, code: int, stopped_at: float | None) -> None:
+    """Destroy the node, shut rclpy down and release the DDS participant, within a deadline.
 
     Tolerates a signal handler that got there first: on Jazzy, SIGINT / SIGTERM shut the context
     down from the signal handler; `try_shutdown` can then race it and raise "rcl_shutdown
     already called". Destroying the context deletes the DDS participant (and its shared-memory
-    segments) now, not in the interpreter's teardown, which :func:`end_process` skips. Should
-    the middleware hold it past the stop deadline, the process ends there without waiting,
-    saying so (:func:`_force_exit`; the peers then drop this participant when its lease runs
-    out). rclpy keeps the GIL through those calls, so no thread of ours could end the wait
-    sooner.
+    segments) now, not in the interpreter's teardown, which :func:`end_process` skips.
+
+    Fast DDS can hold one of those calls for seconds after the peers exited, and rclpy keeps the
+    GIL through it, so no Python thread can end the wait (:mod:`wbc_control.ros.hard_exit`).
+    A teardown still held at the stop deadline (:data:`STOP_DEADLINE_S` after the stop signal,
+    else after the teardown began) is left: the process ends there, saying so, with exit code 0
+    after a stop signal and `code` otherwise. The peers then drop this participant when its
+    lease runs out.
     """
+    signalled = stopped_at is not None
+    deadline_s = (stopped_at if signalled else time.monotonic()) + STOP_DEADLINE_S
+    held = HardExit(
+        deadline_s + HELD_TEARDOWN_GRACE_S,
+        0 if signalled else code,
+        _held_teardown_message(STOP_DEADLINE_S, signalled),
+    )
+    if held.arm():
+        # The wait is the middleware's: `held` ends it without the stacks of our threads.
+        faulthandler.cancel_dump_traceback_later()
     _TEARING_DOWN.set()
     try:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    except rclpy_implementation.RCLError:
-        if rclpy.ok():
-            raise
-    rclpy.get_default_context().destroy()
-    _TEARING_DOWN.clear()
+        try:
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown()
+        except rclpy_implementation.RCLError:
+            if rclpy.ok():
+                raise
+        rclpy.get_default_context().destroy()
+    finally:
+        held.cancel()
+        _TEARING_DOWN.clear()
+
+
+def _held_teardown_message(waited_s: float, signalled: bool) -> str:
+    since = 'after the stop signal' if signalled else 'into its teardown'
+    return (
+        f'the middleware had not released the node {waited_s:g} s {since}: ending without '
+        'waiting for it'
+    )
 
 
 def end_process(code: int | str | None) -> NoReturn:
