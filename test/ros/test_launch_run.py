@@ -195,6 +195,8 @@ def test_sim_launch_runs_panda_from_its_ready_pose_and_stops_on_ctrl_c(
         watch = LaunchWatch(run, namespace)
         try:
             assert_torques(watch, 7)
+            # The probe may be matched by the controller before the simulator.
+            watch.wait_for(lambda: watch.states, FIRST_TORQUES_S, 'a joint state')
             pose = configured_pose('panda')
             # Held until the controller commanded: already there whenever this probe heard it.
             np.testing.assert_allclose(watch.states[0].position, pose, atol=POSE_TOLERANCE)
