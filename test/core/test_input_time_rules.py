@@ -108,6 +108,7 @@ SIM_S = 11.94
         (86_400.0 * 3, WALL_S, 'use_sim_time:=true'),  # a driver's clock 3 days since boot
         (WALL_S, SIM_S, 'use_sim_time:=false'),  # wall-clock stamps, a node on simulated time
         (SIM_S, 0.0, 'no /clock has arrived'),  # use_sim_time without a simulator
+        (0.051, 0.0, 'no /clock has arrived'),  # just past a plausible skew
         (WALL_S, 0.0, 'no /clock has arrived'),
     ],
 )
@@ -123,6 +124,8 @@ def test_stamps_on_another_clock_name_the_cause_and_the_fix(stamp_s, now_s, fix)
         (SIM_S - 9.5, SIM_S),  # simulated time on both sides
         (0.0, WALL_S),  # unstamped
         (0.0, 0.0),
+        (0.002, 0.0),  # a simulator's first step, heard before the /clock of that step
+        (0.05, 0.0),
     ],
 )
 def test_stamps_on_the_same_kind_of_clock_give_no_hint(stamp_s, now_s):

@@ -51,10 +51,12 @@ def other_clock(stamp_s: float, now_s: float) -> str:
     """The likely cause and fix when a stamp and the node's clock read different clocks.
 
     Empty when both read the same kind of clock (both wall-clock time, or both not), whatever
-    their difference, and for stamp 0 (unstamped). A node on simulated time whose clock still
-    reads 0 has received no /clock at all.
+    their difference, for stamp 0 (unstamped), and when they differ by no more than a plausible
+    skew (:data:`DEFAULT_FUTURE_TOLERANCE_S`: a simulator's state can arrive just before the
+    /clock of its step). A node on simulated time whose clock still reads 0 has received no
+    /clock at all.
     """
-    if stamp_s == 0.0:
+    if stamp_s == 0.0 or abs(stamp_s - now_s) <= DEFAULT_FUTURE_TOLERANCE_S:
         return ''
     if now_s == 0.0:
         return (
