@@ -459,17 +459,20 @@ def test_a_silent_publisher_gets_the_safe_command_not_the_last_torque(nodes, pro
     assert min(ages) >= STALE_TIMEOUT_S - 1e-3, ages  # printed to 1 ms
 
     assert controller.set_parameters(stale_command='gravity')[0].successful
-    panda = robot('panda')
-    gravity = pin.computeGeneralizedGravity(
-        panda.model, panda.model.createData(), panda.configuration(positions)
-    )
-    wait_safe_command(controller, gravity, after=ZERO)
-    npt.assert_allclose(controller.commands[-1][1], gravity, rtol=1e-9, atol=1e-9)
+    try:
+        panda = robot('panda')
+        gravity = pin.computeGeneralizedGravity(
+            panda.model, panda.model.createData(), panda.configuration(positions)
+        )
+        wait_safe_command(controller, gravity, after=ZERO)
+        npt.assert_allclose(controller.commands[-1][1], gravity, rtol=1e-9, atol=1e-9)
 
-    resumed = controller.command_after(
-        joint_state(JOINTS, positions, velocities), lambda c: not np.allclose(c, gravity)
-    )
-    npt.assert_allclose(resumed, task_torque, rtol=1e-9)
+        resumed = controller.command_after(
+            joint_state(JOINTS, positions, velocities), lambda c: not np.allclose(c, gravity)
+        )
+        npt.assert_allclose(resumed, task_torque, rtol=1e-9)
+    finally:  # the node outlives the test (module scope): as it was, for a repeat of it
+        assert controller.set_parameters(stale_command='zero')[0].successful
 
 
 # A robot that compensates gravity itself -----------------------------------------------------

@@ -161,13 +161,13 @@ def assert_clean_exit(run: LaunchRun) -> None:
     assert 'forcing the exit' not in output, output
 
 
-def assert_torques_then_clean_exit(run: LaunchRun, topic_namespace: str, joints: int) -> None:
+def assert_torques_then_clean_exit(run: LaunchRun, namespace: str, joints: int) -> None:
     """The loop runs (task torques, so the simulator is up), then Ctrl-C ends it cleanly.
 
     A Ctrl-C before the first task torques could reach a simulator still importing (Python's
     own traceback).
     """
-    watch = LaunchWatch(run, topic_namespace)
+    watch = LaunchWatch(run, namespace)
     try:
         assert_torques(watch, joints)
     finally:
@@ -240,7 +240,7 @@ def test_sim_launch_with_autostart_false_leaves_the_controller_unconfigured(dist
                 assert future.result().success, run.output()
         finally:
             probe.close()
-        assert_torques_then_clean_exit(run, '/effort_controller/commands', 7)
+        assert_torques_then_clean_exit(run, '', 7)
 
 
 @pytest.mark.slow
