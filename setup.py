@@ -62,7 +62,7 @@ setup(
     # once, into its cache.
     install_requires=['setuptools'],
     extras_require={
-        'core': ['numpy', 'scipy', 'numba==0.68.0', 'pin', 'pyyaml'],
+        'core': ['numpy', 'scipy', 'numba==0.68.0', 'pin', 'pyyaml', 'daqp'],
         'kilted': ros_distribution('kilted'),
         'jazzy': ros_distribution('jazzy'),
         'sim': ['mujoco>=4', 'matplotlib', 'example-robot-data'],
@@ -71,6 +71,7 @@ setup(
             # `--count N` repeats tests, to hunt flaky ones.
             'pytest-repeat',
             'hypothesis',
+            'quadprog',
             'pyyaml',
             'ruff',
             'example-robot-data',

@@ -28,14 +28,8 @@ HERE = Path(__file__).resolve().parent
 #: Every module of this package whose functions numba compiles, calls between them included
 #: (paths in the package).
 KERNEL_SOURCES = (
-    'control/bounded_least_squares.py',
     'control/contact_kernel.py',
-    'control/joint_limit_kernel.py',
-    'control/level_kernel.py',
-    'control/semidefinite_eigen.py',
-    'control/stack_kernel.py',
-    'control/symmetric_eigen.py',
-    'control/task_inertia_kernel.py',
+    'control/joint_limits.py',
     'control/torque_limits.py',
     'model/mass_inverse.py',
     'tasks/pd_law.py',

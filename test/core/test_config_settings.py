@@ -37,7 +37,7 @@ def test_default_settings():
     assert np.isinf(settings.torque_rate_limits).all()
     assert settings.world_frame == 'panda_link0' == default_settings(panda())['world_frame']
     assert (settings.stale_command, settings.joint_state_timeout) == ('zero', 0.1)
-    assert settings.singular_value_threshold == 1e-3
+    assert settings.singular_value_threshold == 0.03
 
 
 def test_world_frame_defaults_to_the_urdf_root_link():

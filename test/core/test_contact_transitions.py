@@ -105,9 +105,10 @@ def test_release_transfers_the_load_without_a_torque_jump_and_ends_on_three_feet
     leaving = [normal_force(result, 'FL_FOOT') for result in during[:151]]
     assert leaving[0] > 2.0 and leaving[-1] == pytest.approx(0.0, abs=1e-9)
     assert np.all(np.diff(leaving) <= 1e-9)
-    # Halfway (s = 0.5), the load shares have moved more than the torque blend alone would.
+    # Halfway (s = 0.5) the blend alone halves it; the load shares move it further only as
+    # far as the other feet can take the load without pulling (HR is unloaded here).
     assert during[75].transition.progress == pytest.approx(0.5)
-    assert leaving[75] <= 0.45 * leaving[0]
+    assert leaving[75] <= 0.5 * leaving[0] + 1e-9
     for result in during:
         assert result.base_wrench_residual < 1e-9
         # The COM stands over the FR-HL diagonal: HR ends unloaded, none pulls.

@@ -164,12 +164,14 @@ def test_a_target_out_of_reach_is_named_with_the_distance_and_warned():
     assert out_of_reach_tasks(controller) == {}
 
 
-def test_joints_at_the_limit_wall_and_scaled_tasks_are_reported():
+def test_joints_at_a_limit_bound_and_a_failed_hierarchy_are_reported():
     statistics = statistics_after_one_tick()
     statistics.result = statistics.result._replace(joints_at_limit=('panda_joint4',))
     ok = torques_check(statistics, JOINTS, 'zero')
     assert ok.severity is Severity.OK and 'panda_joint4' in ok.summary
     assert ok.values['joints_at_limit'] == 'panda_joint4'
-    statistics.result = statistics.result._replace(task_scale=0.5)
+    failed = 'DAQP exit flag -1; joint limits softened'
+    statistics.result = statistics.result._replace(solver=failed)
     warn = torques_check(statistics, JOINTS, 'zero')
-    assert warn.severity is Severity.WARN and 'scaled to 0.5' in warn.summary
+    assert warn.severity is Severity.WARN and 'joint limits softened' in warn.summary
+    assert warn.values['solver'] == failed

@@ -1,8 +1,7 @@
 """The compiled kernels' cache follows every kernel source, not just the compiled function's.
 
 numba's own cache is keyed on the compiled function's file: after a change to a callee in
-another file (`level_kernel.level_step`, compiled into `stack_kernel.solve_stack`) it would load
-the caller's old machine code. `kernel_cache` names the cache after all the kernel sources.
+another file, compiled into its caller, it would load the caller's old machine code. `kernel_cache` names the cache after all the kernel sources.
 """
 
 import ast
@@ -14,7 +13,7 @@ import numba
 import pytest
 
 from wbc_control import kernel_cache
-from wbc_control.control import stack_kernel
+from wbc_control.control import joint_limits
 from wbc_control.kernel_cache import KERNEL_SOURCES, PREFIX, kernel, sources_digest
 
 PACKAGE = Path(kernel_cache.__file__).resolve().parent
@@ -41,11 +40,10 @@ def test_a_change_to_any_kernel_source_names_a_new_cache(tmp_path):
 
 
 def test_the_kernels_load_from_the_cache_named_after_their_sources():
-    # The caller of a kernel of another file: the case numba's own cache gets wrong.
-    cache_path = Path(stack_kernel.solve_stack._cache._cache_path)
+    cache_path = Path(joint_limits.acceleration_bounds._cache._cache_path)
     assert Path(kernel_cache.cache_directory()) in cache_path.parents
     assert kernel_cache.cache_directory().name == PREFIX + sources_digest()
-    assert stack_kernel.solve_stack.targetoptions['nogil']  # every kernel runs without the GIL
+    assert joint_limits.acceleration_bounds.targetoptions['nogil']  # every kernel runs without the GIL
 
 
 def test_every_compiled_function_of_the_package_goes_through_kernel():

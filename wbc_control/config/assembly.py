@@ -35,18 +35,19 @@ def build_loop(
 
     `active`: commanding from the first state; else from `ControllerLoop.activate` on.
 
-    The controller gets the effort limits as well, so that its joint-limit level scales the
-    tasks down to fit them (Flacco, De Luca & Khatib 2012) instead of the output clipping joint
-    by joint. Not for a driver that adds gravity itself: the limits then bound τ − g(q), which
-    the controller's symmetric bound on τ cannot express; the output alone limits it.
+    The controller gets the effort limits as well, so that its hierarchy keeps the torque in
+    range (the tasks give way) instead of the output clipping joint by joint. Not for a
+    driver that adds gravity itself: the limits then bound τ − g(q), which the controller's
+    bound on τ does not express; the output alone limits it there.
     """
     joint_limits = None
     if settings.joint_limits:
         joint_limits = JointLimits(
             robot,
+            settings.effort_limits,
             margin=settings.joint_limit_margin,
-            kp=settings.joint_limit_gain,
-            deceleration=settings.joint_limit_deceleration,
+            response=settings.joint_limit_response,
+            max_acceleration=settings.max_joint_acceleration,
         )
     compensated = settings.robot_compensates_gravity
     controller = PrioritizedController(

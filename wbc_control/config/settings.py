@@ -48,8 +48,7 @@ _REAL_SETTINGS = (
     'soft_start_time',
     'soft_stop_time',
     'joint_limit_margin',
-    'joint_limit_gain',
-    'joint_limit_deceleration',
+    'joint_limit_response',
     'contact_transition_time',
     'task_transition_time',
     'markers_rate',
@@ -84,9 +83,11 @@ class ControllerSettings:
         velocity_factor: speeds above this multiple of the URDF velocity limit are rejected.
         soft_start_time: ramp from the safe command to the task torque (s); 0 = none.
         soft_stop_time: ramp from the task torque to the safe command when deactivated (s).
-        joint_limits: enforce the URDF position limits by a joint-limit level.
-        joint_limit_margin, joint_limit_gain, joint_limit_deceleration: that level's wall
+        joint_limits: enforce the URDF position and velocity limits.
+        joint_limit_margin, joint_limit_response: where the joints stop and how fast their
+            speed is brought under its ceiling
             (:class:`~wbc_control.control.joint_limits.JointLimits`).
+        max_joint_acceleration: the braking per actuated joint (NaN: from the effort limits).
         contact_transition_time: load transfer of a contact switch (s).
         task_transition_time: fade of a task switched on or off (s).
         cpu_dma_latency: the CPU wake-up latency to hold while the node runs (µs; -1: none,
@@ -114,8 +115,8 @@ class ControllerSettings:
     soft_stop_time: float
     joint_limits: bool
     joint_limit_margin: float
-    joint_limit_gain: float
-    joint_limit_deceleration: float
+    joint_limit_response: float
+    max_joint_acceleration: np.ndarray
     contact_transition_time: float
     task_transition_time: float
     cpu_dma_latency: int
@@ -166,6 +167,10 @@ def parse_controller_settings(
         rate_limits = _rate_limits(robot, command_index, values['torque_rate_limit'])
     with parameter_errors('joint_state_timeout'):
         timeout = scalar(values['joint_state_timeout'], 'joint_state_timeout')
+    with parameter_errors('max_joint_acceleration'):
+        max_acceleration = _max_accelerations(
+            robot, command_index, values['max_joint_acceleration']
+        )
     with parameter_errors('diagnostics_rate'):
         diagnostics_rate = scalar(values['diagnostics_rate'], 'diagnostics_rate')
     settings = ControllerSettings(
@@ -183,6 +188,7 @@ def parse_controller_settings(
         base_frame=_frame_name(values['base_frame'], 'base_frame'),
         robot_compensates_gravity=bool(values['robot_compensates_gravity']),
         joint_limits=bool(values['joint_limits']),
+        max_joint_acceleration=max_acceleration,
         cpu_dma_latency=int(values['cpu_dma_latency']),
         **{name: scalar(values[name], name) for name in _REAL_SETTINGS},
     )
@@ -311,6 +317,26 @@ def _effort_limits(robot: RobotModel, command_index: np.ndarray, value: object) 
         raise InvalidValue(f'must be > 0 (.inf for none), got {override.tolist()}')
     limits[command_index] = override
     return limits
+
+
+def _max_accelerations(robot: RobotModel, command_index: np.ndarray, value: object) -> np.ndarray:
+    """The declared braking per actuated joint, NaN where it comes from the effort limits."""
+    braking = np.full(robot.n_actuated, np.nan)
+    if value is None:
+        return braking
+    declared = as_floats(value, 'max_joint_acceleration')
+    if declared.size == 0:
+        return braking
+    declared = np.broadcast_to(declared, command_index.shape) if declared.ndim == 0 else declared
+    if declared.shape != command_index.shape:
+        raise InvalidShape(
+            f'needs one value per command joint ({command_index.size}) or a scalar, '
+            f'got {declared.size}'
+        )
+    if np.isnan(declared).any() or (declared <= 0.0).any():
+        raise InvalidValue(f'must be > 0 (.inf for no bound), got {declared.tolist()}')
+    braking[command_index] = declared
+    return braking
 
 
 def _rate_limits(robot: RobotModel, command_index: np.ndarray, value: object) -> np.ndarray:

@@ -37,6 +37,8 @@ from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
 _WORLD_UP = np.array([0.0, 0.0, 1.0])
+#: A normal force below −this (N) pulls: within it, a zero force rounded.
+PULL_TOLERANCE = 1e-6
 #: Arm (m) at which contact moments are weighed against forces in the force distribution:
 #: a fraction of a sole's half-width, so that a lightly loaded sole gets no large moment.
 MOMENT_ARM_M = 0.02
@@ -289,7 +291,7 @@ def contact_force_reports(
                 force,
                 normal,
                 ratio,
-                checks_friction and normal < 0.0,
+                checks_friction and normal < -PULL_TOLERANCE,
                 checks_friction and ratio > friction_coefficient,
             )
         )

@@ -104,6 +104,7 @@ def tasks_check(
             values[f'{prefix}.condition_number'] = level.condition_number
             values[f'{prefix}.rank'] = level.rank
             values[f'{prefix}.damped_directions'] = level.damped_directions
+            values[f'{prefix}.residual'] = level.residual
         values |= switching_values(result.transition)
     if statistics.failures_in_period:
         return Check(Severity.ERROR, statistics.last_error, values)
@@ -191,21 +192,19 @@ def torques_check(
     }
     result = statistics.result
     at_limit = () if result is None else result.joints_at_limit
-    scale = 1.0 if result is None else result.task_scale
     values['joints_at_limit'] = ','.join(at_limit)
-    values['task_scale'] = scale
+    values['solver'] = '' if result is None else result.solver
     if statistics.failures_in_period:
         summary = f'{statistics.failures_in_period} tick(s) sent the safe command: '
         return Check(Severity.ERROR, summary + statistics.last_error, values)
     limited = statistics.saturated | statistics.rate_limited
     if limited.any():
         return Check(Severity.WARN, f'limited: {", ".join(names[limited])}', values)
-    if scale < 1.0:
-        summary = f'tasks scaled to {scale:.3g} to fit the joint or effort limits'
-        return Check(Severity.WARN, summary, values)
+    if result is not None and result.solver != 'solved':
+        return Check(Severity.WARN, f'hierarchy: {result.solver}', values)
     summary = f'compute {values["compute_time_ms.mean"]:.2f} ms mean per tick'
     if at_limit:
-        summary += f'; held at the joint-limit wall: {", ".join(at_limit)}'
+        summary += f'; at a joint-limit bound: {", ".join(at_limit)}'
     return Check(Severity.OK, summary, values)
 
 
@@ -221,7 +220,6 @@ def contacts_check(statistics: TickStatistics, friction_coefficient: float) -> C
         values[f'{contact.frame}.pulling'] = contact.pulling
         values[f'{contact.frame}.outside_friction_cone'] = contact.outside_friction_cone
     values['base_wrench_residual'] = result.base_wrench_residual
-    values['constraint_method'] = result.constraint_method
     problems = [f'{frame} pulling' for frame in sorted(statistics.pulling)]
     problems += [
         f'{frame} outside the friction cone' for frame in sorted(statistics.outside_friction_cone)

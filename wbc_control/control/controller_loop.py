@@ -139,12 +139,13 @@ class ControllerLoop:
             self.state.update(self._q, self._v)
             self.has_state = True
             held = tuple(self._hold_pending_targets())
-            ramp = self._ramp(now_s)
-            self.controller.torque_bounds = self._torque_window(now_s)
-            result = self.controller.compute(self.state, None, now_s)
+            alpha = self.soft_start.fraction(now_s)
+            task_ramp, blend = self._ramp(alpha)
+            window = self._torque_window(now_s)
+            result = self.controller.compute(self.state, None, now_s, window, task_ramp)
             stop = (beta, self._hold(self.stale_command)) if stopping else None
             command = self.output.task_command(
-                result.torque, self.state, self._since_command(now_s), ramp, stop
+                result.torque, self.state, self._since_command(now_s), blend, stop
             )
             if not np.isfinite(command.torque).all():
                 error, kind = 'non-finite torque computed: the safe command went out', 'non_finite'
@@ -178,20 +179,18 @@ class ControllerLoop:
             if entry.task.target_pending:
                 yield entry.name, entry.task.set_target_from_state(self.state)
 
-    def _ramp(self, now_s: float) -> tuple[float, np.ndarray] | None:
-        """The soft start's blend with the holding torque; None when done or not by torque.
+    def _ramp(self, alpha: float) -> tuple[float, tuple[float, np.ndarray] | None]:
+        """The soft start's (task ramp, torque blend) at its fraction α.
 
-        With the joint-limit level the tasks' accelerations ramp instead, inside the
-        controller, so that the level brakes a joint at its limit in full from the first tick
-        (`PrioritizedController.task_ramp`).
+        With joint limits the tasks' accelerations ramp inside the controller, so that the
+        bounds hold in full from the first tick; otherwise the torque is blended with the
+        holding torque. Whichever is not used is (1, None).
         """
-        alpha = self.soft_start.fraction(now_s)
         if self.controller.joint_limits is not None:
-            self.controller.task_ramp = alpha
-            return None
+            return alpha, None
         if alpha >= 1.0:
-            return None
-        return alpha, self._hold('gravity')
+            return 1.0, None
+        return 1.0, (alpha, self._hold('gravity'))
 
     def _hold(self, kind: str) -> np.ndarray:
         """The safe command `kind` at the current state, as sent, before the limits."""

@@ -68,6 +68,7 @@ class LevelReport(NamedTuple):
     rank: int  # directions inverted exactly
     damped_directions: int  # directions lost to a kinematic singularity or damped (> 0: singular)
     generic_rank: int = 0  # directions the level has at a non-singular configuration
+    residual: float = 0.0  # ‖achieved − commanded task acceleration‖ over the level's rows
 
 
 class LazyReports(Sequence):
@@ -139,13 +140,19 @@ class ContactReports(LazyReports):
         return may_leave_friction_cone(self._check, forces, friction_coefficient)
 
 
-def level_reports(levels: Sequence['Level'], generic_ranks: Sequence[int], inertias: Sequence):
-    """Each level's health from its `TaskInertia`.
+def level_reports(
+    levels: Sequence['Level'],
+    generic_ranks: Sequence[int],
+    inertias: Sequence,
+    residuals: Sequence[float] | None = None,
+):
+    """Each level's health from its conditioning and its residual.
 
-    Lost directions are counted against the level's generic rank (or the damped ones, if more).
+    Lost directions are counted against the level's generic rank (or the weak ones, if more).
     """
     reports = []
-    for level, generic_rank, inertia in zip(levels, generic_ranks, inertias):
+    residuals = residuals or [0.0] * len(levels)
+    for level, generic_rank, inertia, residual in zip(levels, generic_ranks, inertias, residuals):
         lost = generic_rank - inertia.rank
         reports.append(
             LevelReport(
@@ -155,6 +162,7 @@ def level_reports(levels: Sequence['Level'], generic_ranks: Sequence[int], inert
                 inertia.rank,
                 max(lost, inertia.damped),
                 generic_rank,
+                residual,
             )
         )
     return tuple(reports)
@@ -173,9 +181,8 @@ class ControllerResult(NamedTuple):
     levels: Sequence[LevelReport]
     contacts: Sequence[ContactForceReport] = ()
     base_wrench_residual: float = 0.0  # N / N m the contacts cannot balance (floating base)
-    constraint_method: str = ''  # how the dagger terms were computed ('schur' / 'block_lu')
-    joints_at_limit: Sequence[str] = ()  # joints held by the joint-limit level this tick
-    task_scale: float = 1.0  # < 1: user tasks scaled down to fit joint or effort limits
+    joints_at_limit: Sequence[str] = ()  # joints held at a joint-limit bound this tick
+    solver: str = 'recursion'  # 'recursion', 'cascade', or why the cascade failed
     transition: TransitionReport = TransitionReport()  # contact and task switches
 
 

@@ -1,50 +1,39 @@
 """Strictly prioritized operational-space control with Khatib's dynamically consistent inverse.
 
-The recursion of Khatib (1987) and Sentis & Khatib (2005), with the dynamically consistent
-generalized inverse J̄ of Khatib (1987, eq 30), for priority levels k = 0, 1, ... (0 = highest;
-tasks of a level are stacked)::
+The law is a hierarchical least-squares problem on x = (q̈, f) (joint accelerations and, on a
+floating base, contact forces): hard constraints (rigid contacts, the base rows of the
+dynamics, the command's torque range, joint-limit bounds, friction pyramids), then each
+priority level's task-acceleration residual, then the least kinetic energy; near a singularity
+a level is regularised towards the motion of the levels below (`wbc_control.control.cascade`;
+Kanoun, Lamiraux & Wieber 2011; Escande, Mansard & Wieber 2014). Where no inequality binds and
+no level is weak, its solution is the recursion of Khatib (1987) and Sentis & Khatib (2005)
+with the dynamically consistent inverse J̄ (Khatib 1987, eq 30)::
 
-    N = I ; q̈ = 0
+    N = I ; q̈ = q̈₀                           (q̈₀ = −A†ᵀȦq̇ under contacts, Johnson 2024, eq 22)
     for each level k:
         Jp   = J_k N                         # what the higher levels leave free
-        Λ    = (Jp M⁻¹ Jpᵀ)⁻¹                # regularized, see wbc_control.control.task_inertia
+        Λ    = (Jp M⁻¹ Jpᵀ)⁺                 # in the level's weighted residual metric
         J̄    = M⁻¹ Jpᵀ Λ                     # dynamically consistent inverse
         q̈   += J̄ (ẍ*_k − J̇_k v − J_k q̈)
-        N   −= M⁻¹ Jpᵀ Λ_N Jp                # = J̄ Jp away from singularities
-    τ = M q̈ + h
+        N   −= J̄ Jp
+    τ = S (M q̈ + h − Aᵀ f)
 
-With rigid contacts (Mistry & Righetti 2011; Aghili 2005) the contacts are the top level: q̈
-starts at −A†ᵀȦq̇ and every task level uses the constrained inverse inertia
-M† = M⁻¹ − M⁻¹Aᵀ(AM⁻¹Aᵀ)⁻¹AM⁻¹ (Johnson 2024, eq 6) in place of M⁻¹: by that Schur complement from
-the tick's Cholesky factor of M when M and AM⁻¹Aᵀ are provably well conditioned
-(`schur_dagger_terms`), else from the block matrix [M Aᵀ; A 0], so that it exists where M is
-singular. Then A J̄ = A M† Jpᵀ Λ = 0: no task can violate a contact. The torque
-is the actuated part of M q̈ + h − Aᵀf, with f the contact forces of `wbc_control.control.contacts`
-(they balance the unactuated base rows).
-
-Without contacts, M⁻¹ is formed once per tick from the Cholesky factor of M
-(`RobotState.inverse_mass_matrix`) and every level applies it by one product: Λ = (Jp M⁻¹Jpᵀ)⁻¹
-and J̄ = M⁻¹Jpᵀ Λ need only M⁻¹Jpᵀ (Khatib 1987). Because J̄ = M⁻¹Jpᵀ Λ and Jp = J N, a lower
-level's contribution J̄_k(·) satisfies J_i J̄_k = 0 for every higher level i whose Λ is exact,
-so it cannot change a higher level's task acceleration.
+(docs/theory.md shows the equality; the tests hold the two equal). The torque of a floating
+base comes with the contact forces of the same problem, inside their friction pyramids.
 
 Contacts (`set_contacts`) and tasks (`set_active`) switch at run time: a tick during a switch
 solves the stack before and the stack after it and blends their torques, with a load transfer
 between the contacts (:mod:`wbc_control.control.contact_transitions`,
 :mod:`wbc_control.control.task_activation`).
-
-The levels' rows are stacked and the whole stack, the joint-limit search included, is one
-compiled call (`stack_kernel.solve_stack`); the few products left here are `A.dot(B)`, cheaper
-per call than numpy's `@` (a generalized ufunc) on these small arrays.
 """
 
 from collections.abc import Sequence
-from functools import partial
 
 import numpy as np
 import numpy.typing as npt
+import pinocchio as pin
 
-from wbc_control.control.constrained_dynamics import schur_dagger_terms
+from wbc_control.control.cascade import CascadeResult, HardConstraints, LevelRows, solve_cascade
 from wbc_control.control.contact_transitions import (
     DEFAULT_CONTACT_TRANSITION_TIME,
     DEFAULT_TASK_TRANSITION_TIME,
@@ -56,7 +45,7 @@ from wbc_control.control.contacts import (
     Contact,
     base_contact_forces,
     constraint_buffers,
-    contact_dynamics,
+    contact_jacobian,
 )
 from wbc_control.control.controller_types import (
     ContactReports,
@@ -66,20 +55,12 @@ from wbc_control.control.controller_types import (
     validate_threshold,
     validate_weight,
 )
-from wbc_control.control.held_joints import JointLimitLevel, hold
-from wbc_control.control.joint_limits import BOUND_TOLERANCE, LEVEL_TOLERANCE, JointLimits
-from wbc_control.control.stack_kernel import solve_stack
-from wbc_control.control.task_activation import (
-    Stack,
-    Stacks,
-    blend_results,
-    task_reports,
-)
-from wbc_control.control.task_inertia_kernel import LAW
+from wbc_control.control.friction import friction_rows
+from wbc_control.control.joint_limits import JointLimits
+from wbc_control.control.task_activation import Stack, Stacks, blend_results, task_reports
 from wbc_control.control.tick_reports import level_health
-from wbc_control.control.torque_fit import fit_torque
-from wbc_control.control.torque_limits import TorqueLimiter, fits, task_scale
-from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError
+from wbc_control.control.torque_limits import TorqueLimiter
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError, SingularConstraint
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import Task, as_slice
@@ -88,16 +69,11 @@ __all__ = [
     'ControllerResult',
     'PrioritizedController',
     'TaskEntry',
-    'schur_dagger_terms',
     'validate_weight',
 ]
 
-DEFAULT_SINGULAR_VALUE_THRESHOLD = 1e-3
+DEFAULT_SINGULAR_VALUE_THRESHOLD = 0.03
 DEFAULT_FRICTION_COEFFICIENT = 0.7
-#: A fitted torque this close (N m) to the edge of its range counts as held there.
-FIT_EDGE = 1e-9
-#: `solve_stack`'s (bound tolerance, level tolerance) of the joint-limit search.
-SEARCH_TOLERANCES = (BOUND_TOLERANCE, LEVEL_TOLERANCE)
 
 
 class PrioritizedController:
@@ -106,13 +82,14 @@ class PrioritizedController:
     Args:
         robot: the robot model (a floating base needs at least one contact).
         entries: the tasks; names must be unique.
-        singular_value_threshold: ε of `wbc_control.control.task_inertia` (dimensionless).
+        singular_value_threshold: ε, the ratio of singular values below which a level's
+            direction is weak and regularised (`wbc_control.control.cascade`).
         effort_limits: per actuated joint; defaults to the URDF's.
         torque_rate_limits: per actuated joint (N m/s); default none.
         contacts: frames in rigid contact, the top priority.
-        friction_coefficient: μ for the friction-cone check of contact forces.
-        joint_limits: the joint-limit level above all tasks
-            (`wbc_control.control.joint_limits`); None: position limits are not enforced.
+        friction_coefficient: μ of the contacts' friction pyramids.
+        joint_limits: the joints' acceleration bounds (`wbc_control.control.joint_limits`);
+            None: position and velocity limits are not enforced.
         contact_transition_time: load transfer of a contact switch (s).
         task_transition_time: fade of a task switched on or off (s).
     """
@@ -134,10 +111,6 @@ class PrioritizedController:
             raise ModelError(
                 'a floating-base robot needs at least one contact: its base is not actuated'
             )
-        friction_coefficient = float(friction_coefficient)
-        if not (np.isfinite(friction_coefficient) and friction_coefficient > 0.0):
-            raise InvalidValue(f'friction_coefficient must be > 0, got {friction_coefficient}')
-        self.friction_coefficient = friction_coefficient
         names = [entry.name for entry in entries]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
@@ -145,26 +118,19 @@ class PrioritizedController:
         self.robot = robot
         self.entries = tuple(entries)
         self.singular_value_threshold = validate_threshold(singular_value_threshold)
+        self.friction_coefficient = _validated_friction(friction_coefficient)
         self.stacks = Stacks(
             robot, self.entries, contacts, (contact_transition_time, task_transition_time)
         )
         limits = robot.effort_limits if effort_limits is None else effort_limits
         self.limiter = TorqueLimiter(limits, torque_rate_limits)
-        self._null_space = np.eye(robot.nv)
-        # What `solve_stack` gets for the joints' bounds when position limits are not enforced.
-        self._no_joints, self._unbounded = np.zeros(0, dtype=np.int64), (np.zeros(0), np.zeros(0))
-        self._contact_rows: dict = {}
-        self._zero_acceleration = np.zeros(robot.nv)
-        self._zero_acceleration.flags.writeable = False
+        self.joint_limits = joint_limits
         self._none_limited = np.zeros(robot.n_actuated, dtype=bool)
         self._none_limited.flags.writeable = False
         self._actuated = as_slice(robot.indices.v)
-        self.joint_limits = joint_limits
-        self._bounds = np.empty((2, robot.n_actuated))  # the tick's (a⁻, a⁺)
-        # A fully actuated fixed base: τ = M q̈ + h, which `fit_torque` needs.
-        self._torque_affine = not robot.floating_base and robot.n_actuated == robot.nv
-        # Per tick: a soft start's α scaling every ẍ*, the command's range (None: ± limits).
-        self.task_ramp, self.torque_bounds = 1.0, None
+        self._actuated_indices = np.asarray(robot.indices.v, dtype=np.int64)
+        self._force_scale = 1.0 / max(pin.computeTotalMass(robot.model), 1e-9)
+        self._per_stack: dict = {}
         self._use(self.stacks.current, {})
 
     def task(self, name: str) -> Task:
@@ -200,178 +166,310 @@ class PrioritizedController:
         """Release and establish contacts with a load transfer over `contact_transition_time`."""
         self.stacks.set_contacts(contacts)
 
+    def set_friction_coefficient(self, friction_coefficient: float) -> None:
+        """μ of the friction pyramids from the next tick (validated; on error nothing changes)."""
+        self.friction_coefficient = _validated_friction(friction_coefficient)
+        self._per_stack = {}
+        self._use(self.stacks.stack(self._key), self._load_shares)
+
     def _use(self, stack: Stack, load_shares: dict[str, float]) -> None:
-        """Make `stack` the one the recursion solves, its contacts loaded by `load_shares`."""
-        self._key = stack.key
+        """Make `stack` the one the tick solves, its contacts loaded by `load_shares`."""
+        self._key, self._load_shares = stack.key, load_shares
         self.contacts, self.levels = stack.contacts, stack.levels
         self._generic_ranks, self._cone_check = stack.generic_ranks, stack.cone_check
         self._use_weights(stack.key)
         self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
-        if stack.key not in self._contact_rows:  # A and Ȧq̇ of the stack, rewritten each tick
-            self._contact_rows[stack.key] = constraint_buffers(stack.contacts, self.robot.nv)
-        self._level_count = len(stack.levels)
+        if stack.key not in self._per_stack:
+            self._per_stack[stack.key] = _StackTerms(self.robot, stack, self.friction_coefficient)
+        self._terms = self._per_stack[stack.key]
         # Each tick every task writes its rows of the stacked arrays, then the targets are set.
         self._writers = [writer for level in stack.levels for writer in level.writers]
         self._rows = stack.rows
-        count, joints = len(stack.levels), self.robot.n_actuated
-        self._unsolved = np.full((count, 3), np.nan)  # each level's stats row
-        # The search's per-level sets, scales: read within the tick (`JointLimits.saturated`).
-        self._search = (
-            np.empty((count + 1, joints), dtype=bool),
-            np.empty((count + 1, joints)),
-            np.empty(count),
-        )
 
     def _use_weights(self, key) -> None:
-        """√w per row of each level of the stack of `key`, and the same stacked for the kernel."""
+        """√w per row of each level of the stack of `key`."""
         self._sqrt_weights = self.stacks.sqrt_weights(key)
-        self._stacked_weights = np.concatenate((np.zeros(0), *self._sqrt_weights))
 
     def compute(
-        self, state: RobotState, dt: float | None = None, now_s: float | None = None
+        self,
+        state: RobotState,
+        dt: float | None = None,
+        now_s: float | None = None,
+        torque_window: tuple[np.ndarray, np.ndarray] | None = None,
+        task_ramp: float = 1.0,
     ) -> ControllerResult:
-        """One tick: q̈ from the prioritized recursion, τ = M q̈ + h, then torque limits.
+        """One tick: q̈ (and f) of the hierarchy, τ, then the torque limits.
 
         Args:
             state: kinematics and dynamics already updated for this tick.
             dt: time since the previous command (s), for the torque-rate limit.
             now_s: the tick's time (s), which times contact and task switches; None: they
                 happen at once.
+            torque_window: the range (lower, upper) the command may take this tick `(n_act,)`
+                each; None: ± the effort limits.
+            task_ramp: α in [0, 1] scaling every task's ẍ* (a soft start).
         """
+        window = self.limiter.bounds if torque_window is None else torque_window
         switching = self.stacks.switching
         parts = switching.plan(now_s)
         part, *others = parts
-        if not others and part.key == self._key:  # no switch: the stack in force, fully loaded
-            result = self._solve(state)  # the fields as a plain tuple: one result built a tick
+        if not others and part.key == self._key:
+            result = self._solve(state, window, task_ramp)
         else:
-            results = [self._solve_part(state, part) for part in parts]
+            results = [self._solve_part(state, part, window, task_ramp) for part in parts]
             self._use(self.stacks.current, {})
             shares = [part.share for part in parts]
             contacts, mu = self.stacks.known_contacts, self.friction_coefficient
             result = results[0] if not others else blend_results(shares, results, contacts, mu)
-        unlimited = result[1]
-        switching.record(unlimited)
-        torque, saturated, rate_limited = self.limiter.limit(unlimited, dt)
-        # result[4:12] are the fields between the limiter's and the transition report.
-        saturated |= result[2]  # the joints the controller itself held at the torque range
-        rate_limited = rate_limited | result[3]
-        return ControllerResult(
-            torque, unlimited, saturated, rate_limited, *result[4:12], switching.report
+        switching.record(result.torque_unlimited)
+        torque, saturated, rate_limited = self.limiter.limit(result.torque_unlimited, dt)
+        return result._replace(
+            torque=torque,
+            saturated=saturated | result.saturated,
+            rate_limited=rate_limited | result.rate_limited,
+            transition=switching.report,
         )
 
-    def _solve_part(self, state: RobotState, part: BlendPart) -> ControllerResult:
+    def _solve_part(
+        self, state: RobotState, part: BlendPart, window, task_ramp: float
+    ) -> ControllerResult:
         self._use(self.stacks.stack(part.key), part.load_shares)
-        return ControllerResult(*self._solve(state))
+        return self._solve(state, window, task_ramp)
 
-    def _solve(self, state: RobotState) -> tuple:
-        """The stack in force solved, its torque not yet limited (`torque` = unlimited).
-
-        The fields of :class:`ControllerResult` but the transition report, as a plain tuple.
-        """
+    def _solve(self, state: RobotState, window, task_ramp: float) -> ControllerResult:
+        """The stack in force solved; its torque not yet limited (`torque` = unlimited)."""
+        terms = self._terms
+        constraint = None
         if self.contacts:
-            terms = contact_dynamics(state, self.contacts, self._contact_rows[self._key])
-            inverse_inertia, constraint, method, start = terms
-        else:  # M⁻¹, formed once per tick, and q̈ = 0
-            inverse_inertia, constraint, method = state.inverse_mass_matrix, None, ''
-            start = self._zero_acceleration
+            constraint, _ = contact_jacobian(state, self.contacts, terms.contact_buffers)
         for write, buffers in self._writers:
             write(state, buffers)
-        rows, limits = self._rows, self.joint_limits
+        rows = self._rows
         target = np.subtract(rows.desired_acceleration, rows.drift, out=rows.target)  # ẍ* − J̇v
-        held, scale, ramp, fitted, final = None, 1.0, self.task_ramp, None, None
-        if limits is not None and ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
-            target = ramp * target - (1.0 - ramp) * rows.drift
-        acceleration, stats = np.empty(self.robot.nv), self._unsolved.copy()
-        bounds = self._unbounded if limits is None else limits.bounds(state, self._bounds)
-        searched = limits is not None and self._level_count > 0
-        scale, saturated_count = solve_stack(
-            inverse_inertia, start, rows.jacobian, target, self._stacked_weights, rows.offsets,
-            self.singular_value_threshold, LAW, searched,
-            self._no_joints if limits is None else limits.velocity_indices, *bounds,
-            SEARCH_TOLERANCES, acceleration, self._null_space, *self._search, stats,
-        )  # fmt: skip
-        level_reports = LazyReports(level_health, self.levels, self._generic_ranks, stats)
-        if saturated_count:  # the saturated joints, a mask (the buffer is the next tick's)
-            held = self._search[0][-1].copy()
-        if limits is not None:
-            unforced, base = partial(self._unforced, inverse_inertia, start), None
-            if not searched and not limits.within(acceleration, bounds):  # no tasks: q̈₀ alone
-                recursion = partial(self._limits_alone, inverse_inertia, start)
-                limit_level, base, acceleration, level_reports, scale = limits.saturate(
-                    bounds, recursion, unforced, (acceleration, level_reports)
-                )
-                held = None if limit_level is None else limit_level.active
-            scaled = acceleration if base is None else base + scale * (acceleration - base)
-            lower, upper = self.torque_bounds or self.limiter.bounds
-            final = self._torque(state, scaled, constraint)
-            if not fits(final[0], lower, upper):
-                final = None
-                if constraint is None and self._torque_affine:  # τ = M q̈ + h: fit it
-                    fitted = (lower, upper)
-                    scaled = fit_torque(state, scaled, held, fitted, bounds, scaled)
-                else:
-                    base = unforced(self._searched_level(searched)) if base is None else base
-                    full_torque = self._torque(state, acceleration, constraint)[0]
-                    base_torque = self._torque(state, base, constraint)[0]
-                    scale = min(scale, task_scale(base_torque, full_torque, upper, lower))
-                    scaled = base + scale * (acceleration - base)
-            acceleration = scaled
-        torque, forces = final or self._torque(state, acceleration, constraint)
+        if task_ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
+            target = task_ramp * rows.desired_acceleration - rows.drift
+        bounds = None if self.joint_limits is None else self.joint_limits.bounds(state)
+        result = self._cascade(state, target, constraint, bounds, window)
+        if result.solution is None:
+            raise SingularConstraint(f'no joint accelerations meet the hard constraints: {result.status}')
+        acceleration = result.solution[: self.robot.nv]
+        torque, forces = self._torque(state, acceleration, constraint, result.solution)
+        saturated, rate_limited = self._at_range(torque, window)
+        at_limit = self._at_limit(acceleration, bounds)
         contact_reports, residual = (), 0.0
         if forces is not None:
-            mu, check = self.friction_coefficient, self._cone_check
-            contact_reports = ContactReports(self.contacts, forces.forces, mu, check)
+            contact_reports = ContactReports(
+                self.contacts, forces.forces, self.friction_coefficient, self._cone_check
+            )
             residual = forces.base_residual
         # J q̈ + J̇v now: the stacked Jacobian and drift are buffers the next tick overwrites.
         achieved = rows.jacobian.dot(acceleration) + rows.drift
-        saturated = rate_limited = self._none_limited
-        if fitted is not None:  # joints the fit holds at the range: reported as limited
-            at_range = (torque <= fitted[0] + FIT_EDGE) | (torque >= fitted[1] - FIT_EDGE)
-            saturated = at_range & (np.abs(torque) >= self.limiter.effort_limits - FIT_EDGE)
-            rate_limited = at_range & ~saturated
-        return (
+        commanded = rows.desired_acceleration * task_ramp
+        return ControllerResult(
             torque,
             torque,
             saturated,
             rate_limited,
             acceleration,
             LazyReports(task_reports, self.levels, achieved),
-            level_reports,
+            LazyReports(
+                level_health, self.levels, self._generic_ranks, result.levels,
+                achieved - commanded, rows.offsets,
+            ),  # fmt: skip
             contact_reports,
             residual,
-            method,
-            () if held is None else LazyReports(limits.names, held),  # named when read
-            scale,
+            () if at_limit is None else LazyReports(self.joint_limits.names, at_limit),
+            result.status or 'solved',
         )
 
-    def _searched_level(self, searched: bool) -> JointLimitLevel | None:
-        """The joints `solve_stack`'s search saturated, as rows and targets (None: none)."""
-        level_active, level_values, _ = self._search
-        return (
-            self.joint_limits.saturated(level_active[-1], level_values[-1]) if searched else None
-        )
+    def _cascade(self, state, target, constraint, bounds, window) -> CascadeResult:
+        """x = (q̈, f) of the hierarchical least squares (`wbc_control.control.cascade`).
 
-    def _unforced(self, inverse_inertia, start, limit_level) -> np.ndarray:
-        """q̈₀: the recursion without the user tasks (the saturated joints alone), `(nv,)`."""
-        return self._limits_alone(inverse_inertia, start, limit_level)[0]
+        Where the joint bounds and the hard constraints have no common solution (a joint far
+        beyond its wall, a torque range too narrow to brake it), the joint bounds become soft:
+        violated as little as possible.
+        """
+        terms, rows = self._terms, self._rows
+        levels = []
+        scales = terms.row_scales(rows.jacobian)
+        for k, (weights, rank) in enumerate(zip(self._sqrt_weights, self._generic_ranks)):
+            level = slice(int(rows.offsets[k]), int(rows.offsets[k + 1]))
+            scale = weights * scales[level]
+            levels.append(
+                LevelRows(scale[:, None] * rows.jacobian[level], scale * target[level], rank)
+            )
+        metric = terms.metric(state, self._force_scale, self._row_shares)
+        hard, joint_rows = terms.hard_constraints(state, constraint, bounds, window)
+        reference, band = terms.reference(rows), self.singular_value_threshold
+        result = solve_cascade(levels, hard, metric, reference, band)
+        if result.solution is None and bounds is not None:
+            softened = hard._replace(soft=joint_rows)
+            relaxed = solve_cascade(levels, softened, metric, reference, band)
+            return relaxed._replace(status=f'{result.status}; joint limits softened')
+        return result
 
-    def _limits_alone(
-        self, inverse_inertia, start, limit_level: JointLimitLevel | None
-    ) -> tuple[np.ndarray, LazyReports]:
-        """q̈ of a stack without task levels, the joints of `limit_level` held, and no reports."""
-        acceleration = start.copy()
-        if limit_level is not None:
-            threshold = self.singular_value_threshold
-            hold(inverse_inertia, acceleration, self._null_space, True, limit_level, threshold)
-        return acceleration, LazyReports(level_health, (), (), self._unsolved[:0])
+    def _at_range(self, torque: np.ndarray, window) -> tuple[np.ndarray, np.ndarray]:
+        """The joints the hierarchy holds at the edge of the command's range `(n_act,)` each.
 
-    def _torque(self, state: RobotState, acceleration: np.ndarray, constraint):
-        """τ = S (M q̈ + h − Aᵀf) `(n_act,)`, and the contact forces (None without contacts)."""
+        At an effort limit: saturated; at the rate window's edge inside it: rate limited.
+        """
+        edge = 1e-9 * (1.0 + np.abs(torque))
+        at_range = (torque <= window[0] + edge) | (torque >= window[1] - edge)
+        saturated = at_range & (np.abs(torque) >= self.limiter.effort_limits - edge)
+        return saturated, at_range & ~saturated
+
+    def _at_limit(self, acceleration, bounds) -> np.ndarray | None:
+        """Which joints sit on a bound `(n_act,)` (None without joint limits)."""
+        if bounds is None:
+            return None
+        joints = acceleration[self._actuated_indices]
+        tolerance = 1e-6 * (1.0 + np.abs(joints))
+        held = (joints <= bounds[0] + tolerance) | (joints >= bounds[1] - tolerance)
+        return held if held.any() else None
+
+    def _torque(self, state: RobotState, acceleration: np.ndarray, constraint, solution=None):
+        """τ = S (M q̈ + h − Aᵀf) `(n_act,)` and the contact forces (None without contacts).
+
+        f from `solution` (the cascade's x = (q̈, f)) on a floating base, else the weighted
+        minimum-norm forces that balance the base rows (`contacts.base_contact_forces`).
+        """
         generalized_force = state.mass_matrix.dot(acceleration) + state.nonlinear_effects
         forces = None
         if constraint is not None:
-            forces = base_contact_forces(
-                constraint, generalized_force, self.robot.base_nv, self._row_shares
-            )
+            base_nv = self.robot.base_nv
+            if base_nv:
+                values = solution[self.robot.nv :]
+                base = constraint[:, :base_nv].T.dot(values) - generalized_force[:base_nv]
+                forces = _Forces(values, float(np.sqrt(base.dot(base))))
+            else:
+                forces = base_contact_forces(
+                    constraint, generalized_force, base_nv, self._row_shares
+                )
             generalized_force -= constraint.T.dot(forces.forces)
         return generalized_force[self._actuated], forces
+
+
+class _Forces:
+    """Contact forces of the cascade, shaped like `contacts.ContactForces`."""
+
+    __slots__ = ('forces', 'base_residual')
+
+    def __init__(self, forces: np.ndarray, base_residual: float) -> None:
+        self.forces, self.base_residual = forces, base_residual
+
+
+class _StackTerms:
+    """What a stack's tick needs besides the rows: buffers and constant constraint structure."""
+
+    def __init__(self, robot: RobotModel, stack: Stack, friction_coefficient: float) -> None:
+        self.robot = robot
+        levels = stack.levels
+        self.contact_buffers = constraint_buffers(stack.contacts, robot.nv)
+        self.force_count = (
+            sum(contact.dim for contact in stack.contacts) if robot.floating_base else 0
+        )
+        self.friction = (
+            friction_rows(stack.contacts, friction_coefficient)
+            if self.force_count
+            else np.zeros((0, 0))
+        )
+        self._postures = [
+            (level.rows, entry_rows, entry.task)
+            for level in levels
+            for entry, entry_rows in zip(level.entries, level.slices)
+            if getattr(entry.task, 'TYPE', None) == 'joint_posture'
+        ]
+        self._actuated = np.asarray(robot.indices.v, dtype=np.int64)
+        sizes = [size for level in levels for e in level.entries for size in e.task.row_groups()]
+        self._group_sizes = np.asarray(sizes, dtype=np.int64)
+        self._group_starts = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+
+    def row_scales(self, jacobian: np.ndarray) -> np.ndarray:
+        """E per stacked row: 1 / the largest row norm of its group (`Task.row_groups`)."""
+        norms = np.sqrt(np.einsum('ij,ij->i', jacobian, jacobian))
+        largest = np.maximum.reduceat(norms, self._group_starts) if norms.size else norms
+        largest = np.repeat(largest, self._group_sizes)
+        return np.where(largest > 0.0, 1.0 / np.where(largest > 0.0, largest, 1.0), 0.0)
+
+    def reference(self, rows) -> np.ndarray:
+        """q̈_ref: the joint-posture tasks' desired accelerations (the lowest where several)."""
+        reference = np.zeros(self.robot.nv)
+        for level_rows, entry_rows, _ in self._postures:
+            start = level_rows.start + entry_rows.start
+            reference[self._actuated] = rows.desired_acceleration[start : start + len(self._actuated)]
+        return reference
+
+    def metric(self, state: RobotState, force_scale: float, row_shares: np.ndarray) -> np.ndarray:
+        """H₀ = blockdiag(M, W_f / m): the kinetic energy and the weighted force norm."""
+        nv, count = self.robot.nv, self.force_count
+        metric = np.zeros((nv + count, nv + count))
+        metric[:nv, :nv] = state.mass_matrix
+        if count:
+            shares = np.maximum(row_shares, 1e-6 * max(float(row_shares.max()), 1e-300))
+            metric[nv:, nv:] = np.diag(force_scale / shares)
+        return metric
+
+    def hard_constraints(self, state, constraint, bounds, window):
+        """`cascade.HardConstraints` at this tick, and which of its rows are joint bounds."""
+        nv, count = self.robot.nv, self.force_count
+        nx = nv + count
+        blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]] = []
+        mass, bias = state.mass_matrix, state.nonlinear_effects
+        actuated = self._actuated
+        torque_rows = np.zeros((actuated.shape[0], nx))
+        torque_rows[:, :nv] = mass[actuated]
+        if count:
+            torque_rows[:, nv:] = -constraint[:, actuated].T
+        finite = np.isfinite(window[0]) | np.isfinite(window[1])
+        if finite.any():
+            blocks.append(
+                (
+                    torque_rows[finite],
+                    window[0][finite] - bias[actuated][finite],
+                    window[1][finite] - bias[actuated][finite],
+                    False,
+                )
+            )
+        if constraint is not None:
+            drift = -self.contact_buffers.drift
+            contact_rows = np.zeros((constraint.shape[0], nx))
+            contact_rows[:, :nv] = constraint
+            blocks.append((contact_rows, drift, drift, True))
+            base_nv = self.robot.base_nv
+            if count and base_nv:
+                base_rows = np.zeros((base_nv, nx))
+                base_rows[:, :nv] = mass[:base_nv]
+                base_rows[:, nv:] = -constraint[:, :base_nv].T
+                blocks.append((base_rows, -bias[:base_nv], -bias[:base_nv], True))
+            if self.friction.shape[0]:
+                friction = np.zeros((self.friction.shape[0], nx))
+                friction[:, nv:] = self.friction
+                zeros = np.zeros(self.friction.shape[0])
+                blocks.append((friction, np.full(zeros.shape, -np.inf), zeros, False))
+        if bounds is not None:
+            limited = np.isfinite(bounds[0]) | np.isfinite(bounds[1])
+            joint_rows = np.zeros((int(limited.sum()), nx))
+            joint_rows[np.arange(joint_rows.shape[0]), actuated[limited]] = 1.0
+            blocks.append((joint_rows, bounds[0][limited], bounds[1][limited], False))
+        if not blocks:
+            empty = np.zeros(0)
+            none = np.zeros(0, dtype=bool)
+            return HardConstraints(np.zeros((0, nx)), empty, empty, none), none
+        sizes = [block[1].shape[0] for block in blocks]
+        joints = np.zeros(sum(sizes), dtype=bool)
+        if bounds is not None:
+            joints[sum(sizes[:-1]) :] = True  # the joint bounds come last
+        hard = HardConstraints(
+            np.vstack([block[0] for block in blocks]),
+            np.concatenate([block[1] for block in blocks]),
+            np.concatenate([block[2] for block in blocks]),
+            np.concatenate([np.full(size, block[3]) for size, block in zip(sizes, blocks)]),
+        )
+        return hard, joints
+
+
+def _validated_friction(value: float) -> float:
+    value = float(value)
+    if not (np.isfinite(value) and value > 0.0):
+        raise InvalidValue(f'friction_coefficient must be > 0, got {value}')
+    return value

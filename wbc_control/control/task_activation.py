@@ -294,7 +294,6 @@ def blend_results(
         tasks=reports,
         contacts=contact_reports,
         base_wrench_residual=residual,
-        task_scale=min(result.task_scale for result in results),
     )
 
 

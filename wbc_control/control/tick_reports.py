@@ -13,17 +13,32 @@ from wbc_control.control.controller_types import level_reports
 
 
 class LevelHealth(NamedTuple):
-    """What `level_step` reports of a level's task inertia (`level_reports` reads it)."""
+    """A level's conditioning as the cascade saw it (`level_reports` reads it)."""
 
     condition_number: float
     rank: int
     damped: int
 
 
-def level_health(levels: Sequence, generic_ranks: Sequence[int], stats: np.ndarray) -> tuple:
-    """Level reports from the recursion's `(levels, 3)` stats rows (NaN: level not solved)."""
-    inertias = [
-        None if np.isnan(rank) else LevelHealth(condition, int(rank), int(damped))
-        for condition, rank, damped in stats.tolist()
+def level_health(
+    levels: Sequence,
+    generic_ranks: Sequence[int],
+    weights: Sequence,
+    residual: np.ndarray,
+    offsets: np.ndarray,
+) -> tuple:
+    """Level reports from the cascade's per-level weights and the stack's residual.
+
+    `weights` are `cascade.LevelWeights` (a level the cascade did not reach has none);
+    `residual` `(R,)` is the achieved minus commanded task acceleration, level k's rows
+    `offsets[k]:offsets[k + 1]`.
+    """
+    healths = [
+        LevelHealth(level.condition, level.directions - level.weak, level.weak)
+        for level in weights
     ]
-    return level_reports(levels, generic_ranks, inertias)
+    healths += [LevelHealth(np.inf, 0, 0)] * (len(levels) - len(healths))
+    norms = [
+        float(np.linalg.norm(residual[offsets[k] : offsets[k + 1]])) for k in range(len(levels))
+    ]
+    return level_reports(levels, generic_ranks, healths, norms)

@@ -99,22 +99,3 @@ def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:  # p
             return False
     return True
 
-
-def task_scale(
-    unforced: np.ndarray, full: np.ndarray, limits: np.ndarray, lower: np.ndarray | None = None
-) -> float:
-    """The largest s ∈ [0, 1] with lower ≤ τ₀ + s (τ₁ − τ₀) ≤ limits where τ₀ is within.
-
-    Args:
-        unforced: τ₀, the torque with the user tasks' ẍ* = 0, `(n,)`.
-        full: τ₁, the torque with the tasks as they are, `(n,)`.
-        limits: the upper bounds (the effort limits), `(n,)`.
-        lower: the lower bounds, `(n,)`; default −limits.
-    """
-    lower = -limits if lower is None else lower
-    change = full - unforced
-    feasible = (unforced <= limits) & (unforced >= lower)
-    with np.errstate(divide='ignore', invalid='ignore'):
-        room = np.where(change > 0.0, limits - unforced, lower - unforced) / change
-    room = room[feasible & (change != 0.0)]
-    return float(np.clip(room.min(), 0.0, 1.0)) if room.size else 1.0

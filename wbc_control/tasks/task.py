@@ -146,6 +146,16 @@ class Task(ABC):
         #: change knows a set-point replaced it.
         self.target_count = 0
 
+    def row_groups(self) -> tuple[int, ...]:
+        """The sizes of the runs of rows that share a unit (one per frame task's part).
+
+        The controller normalises a level's rows by one row norm per group
+        (`wbc_control.control.cascade`); they are the error's groups of the gains
+        (a pose's position and orientation, a posture's joints), else one group.
+        """
+        groups = self._gains.groups
+        return groups if sum(groups) == self.dim else (self.dim,)
+
     @property
     def gains(self) -> PDGains:
         """The gains in force."""
