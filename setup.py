@@ -57,12 +57,12 @@ setup(
     ],
     # A ROS 2 workspace gets numpy, scipy, numba and Pinocchio from rosdep (package.xml), and
     # rosdep's Pinocchio carries no pip metadata: requiring 'pin' here would break installs
-    # there. The pip route asks for them through the extras below. numba compiles the
-    # controller's kernels (wbc_control/control/level_kernel.py, joint_limit_kernel.py, ...)
-    # once, into its cache.
+    # there. The pip route asks for them through the extras below. numba compiles the few
+    # kernels of the tick (joint-limit bounds, contact forces, the PD law) once, into its
+    # cache; DAQP and quadprog solve the hierarchy's QPs where an inequality binds.
     install_requires=['setuptools'],
     extras_require={
-        'core': ['numpy', 'scipy', 'numba==0.68.0', 'pin', 'pyyaml', 'daqp'],
+        'core': ['numpy', 'scipy', 'numba==0.68.0', 'pin', 'pyyaml', 'daqp', 'quadprog'],
         'kilted': ros_distribution('kilted'),
         'jazzy': ros_distribution('jazzy'),
         'sim': ['mujoco>=4', 'matplotlib', 'example-robot-data'],
@@ -71,7 +71,6 @@ setup(
             # `--count N` repeats tests, to hunt flaky ones.
             'pytest-repeat',
             'hypothesis',
-            'quadprog',
             'pyyaml',
             'ruff',
             'example-robot-data',

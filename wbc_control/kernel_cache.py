@@ -2,7 +2,7 @@
 
 numba's own on-disk cache (`cache=True`) stays valid while the file of the function it compiled
 is unchanged (its modification time and size). A kernel that calls a kernel of another module
-(`stack_kernel.solve_stack` calls `level_kernel.level_step`) has the callee compiled into it, so
+has the callee compiled into it, so
 after a change to the callee's file alone (an edit, a `git pull`) numba would load the caller's
 old machine code, the old callee included, and run it. :func:`kernel` therefore caches every
 kernel of this package in a directory named after a hash of all the kernel sources: any change

@@ -34,6 +34,7 @@ EXEC_DEPENDS = {
     'python3-scipy',
     'python3-numba',
     'python3-yaml',
+    'quadprog-pip',
     'pinocchio',
     'eigenpy',
     'ament_index_python',
@@ -50,9 +51,10 @@ ROSDEP_KEY = {
     'scipy': 'python3-scipy',
     'numba': 'python3-numba',
     'yaml': 'python3-yaml',
+    'quadprog': 'quadprog-pip',
 }
 # Imported only by optional parts, and without a rosdep key (pip): the docs say how to get them.
-OPTIONAL_IMPORTS = {'mujoco', 'matplotlib'}
+OPTIONAL_IMPORTS = {'mujoco', 'matplotlib', 'daqp'}
 
 # What colcon needs from the repository to build the package (everything else is development).
 PACKAGE_FILES = ['package.xml', 'setup.py', 'setup.cfg', 'resource', PACKAGE, 'launch', 'config']

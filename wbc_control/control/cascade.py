@@ -43,8 +43,12 @@ the span of the level's own rows, which the levels below may not change anyway.
 
 from typing import NamedTuple
 
-import daqp
 import quadprog
+
+try:  # optional: faster and more precise where installed (pip only, no rosdep key)
+    import daqp
+except ImportError:  # pragma: no cover - the test environments install it
+    daqp = None
 import numpy as np
 
 #: A level's tie-break: the curvature, relative to its largest, of each step along directions
@@ -359,6 +363,8 @@ def _solve(
 
 def _daqp(curvature, gradient, rows, bounds) -> np.ndarray | None:
     """DAQP's solution of min ½ zᵀ H z + gᵀ z s.t. rows z ≥ bounds, None where it finds none."""
+    if daqp is None:
+        return None
     upper = np.full(bounds.shape[0], np.inf)
     sense = np.zeros(bounds.shape[0], dtype=np.intc)
     z, _, flag, _ = daqp.solve(

@@ -198,8 +198,7 @@ class StackedRows:
     """The rows of every level of a stack, stacked highest level first, which the tasks write.
 
     Stacked Jacobian `(R, nv)`; drift J̇v, error, velocity, desired acceleration ẍ* and target
-    ẍ* − J̇v `(R,)` (`vectors`, `(5, R)`); level k's rows are `offsets[k]:offsets[k + 1]`, so
-    that one compiled call solves the whole stack (`stack_kernel.solve_stack`).
+    ẍ* − J̇v `(R,)` (`vectors`, `(5, R)`); level k's rows are `offsets[k]:offsets[k + 1]`.
     """
 
     def __init__(self, dims: Sequence[int], nv: int) -> None:
