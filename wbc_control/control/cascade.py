@@ -66,6 +66,9 @@ PRIMAL_TOLERANCE = 1e-8
 #: How far a stage's solution may leave an inequality (the QP solver's rounding) and the next
 #: stage still start from it.
 CARRIED_TOLERANCE = 1e-5
+#: A row whose gradient in a stage's free directions is below this fraction of its own is
+#: soft in that stage.
+DEGENERATE = 1e-2
 #: A soft row's slack costs this times the QP's mean curvature (squared).
 SOFT_WEIGHT = 1e4
 
@@ -314,12 +317,22 @@ def _solve(
     high = np.where(high >= -carried, np.maximum(high, 0.0), high)
     size = hessian.shape[0]
     soft = inequality.soft if inequality.soft is not None else np.zeros(len(low), dtype=bool)
+    # A row the stage can hardly move (the levels above fix it all but a sliver) is soft here:
+    # hard, it would let a sliver's sign decide whether a large step is allowed, and the
+    # solution would jump (a constraint nearly dependent on the pinned ones, no LICQ).
+    # Its stiffness falls with the sliver, (ratio / DEGENERATE)², so that it is as good as hard
+    # where the row turns soft and the solution moves continuously through the switch.
+    full = np.linalg.norm(inequality.rows, axis=1)
+    ratio = np.linalg.norm(matrix, axis=1) / np.maximum(full, 1e-300)
+    stiffness = np.where(soft, 1.0, np.minimum(ratio / DEGENERATE, 1.0) ** 2)
+    soft = soft | (ratio < DEGENERATE)
     count = int(soft.sum())
     curvature = 0.5 * (hessian + hessian.T)
     if count:  # z extended by one slack per soft row
         extended = np.zeros((size + count, size + count))
         extended[:size, :size] = curvature
-        extended[size:, size:] = SOFT_WEIGHT * max(np.trace(curvature) / size, 1e-300) * np.eye(count)
+        weight = SOFT_WEIGHT * max(np.trace(curvature) / size, 1e-300)
+        extended[size:, size:] = np.diag(np.maximum(weight * stiffness[soft], 1e-12 * weight))
         curvature, gradient = extended, np.concatenate([gradient, np.zeros(count)])
         loosen = np.zeros((len(low), count))
         loosen[np.flatnonzero(soft), np.arange(count)] = 1.0
@@ -334,7 +347,8 @@ def _solve(
     # nothing where its bounds admit 0 and makes the problem infeasible where they do not.
     norms = np.linalg.norm(matrix, axis=1)
     moving = norms > 1e-12 * max(float(norms.max(initial=0.0)), 1e-300)
-    if ((low[~moving] > slack[~moving]) | (high[~moving] < -slack[~moving])).any():
+    stuck = ~moving & ~soft & ((low > slack) | (high < -slack))
+    if stuck.any():
         return None, 'a constraint no direction left can meet'
     scale = np.where(moving, 1.0 / np.where(moving, norms, 1.0), 0.0)
     finite_low, finite_high = moving & np.isfinite(low), moving & np.isfinite(high)

@@ -287,7 +287,9 @@ class PrioritizedController:
 
         Where the joint bounds and the hard constraints have no common solution (a joint far
         beyond its wall, a torque range too narrow to brake it), the joint bounds become soft:
-        violated as little as possible.
+        violated as little as possible; where even the torque range and the friction pyramids
+        have none (a robot the floor cannot hold), every inequality does. The contacts and the
+        base rows stay exact.
         """
         terms, rows = self._terms, self._rows
         levels = []
@@ -302,11 +304,15 @@ class PrioritizedController:
         hard, joint_rows = terms.hard_constraints(state, constraint, bounds, window)
         reference, band = terms.reference(rows), self.singular_value_threshold
         result = solve_cascade(levels, hard, metric, reference, band)
-        if result.solution is None and bounds is not None:
-            softened = hard._replace(soft=joint_rows)
-            relaxed = solve_cascade(levels, softened, metric, reference, band)
-            return relaxed._replace(status=f'{result.status}; joint limits softened')
-        return result
+        if result.solution is not None:
+            return result
+        if bounds is not None:
+            softened = solve_cascade(levels, hard._replace(soft=joint_rows), metric, reference, band)
+            if softened.solution is not None:
+                return softened._replace(status=f'{result.status}; joint limits softened')
+        every = np.ones(hard.lower.shape[0], dtype=bool)
+        relaxed = solve_cascade(levels, hard._replace(soft=every), metric, reference, band)
+        return relaxed._replace(status=f'{result.status}; every inequality softened')
 
     def _at_range(self, torque: np.ndarray, window) -> tuple[np.ndarray, np.ndarray]:
         """The joints the hierarchy holds at the edge of the command's range `(n_act,)` each.
