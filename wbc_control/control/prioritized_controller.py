@@ -74,6 +74,8 @@ __all__ = [
 
 DEFAULT_SINGULAR_VALUE_THRESHOLD = 0.03
 DEFAULT_FRICTION_COEFFICIENT = 0.7
+#: K of the damped reference q̈_posture − K v (1/s), the regularisation's target.
+REFERENCE_DAMPING = 100.0
 
 
 class PrioritizedController:
@@ -293,7 +295,7 @@ class PrioritizedController:
         """
         terms, rows = self._terms, self._rows
         levels = []
-        scales = terms.row_scales(rows.jacobian)
+        scales = terms.row_scales(rows.jacobian, state.inverse_mass_matrix)
         for k, (weights, rank) in enumerate(zip(self._sqrt_weights, self._generic_ranks)):
             level = slice(int(rows.offsets[k]), int(rows.offsets[k + 1]))
             scale = weights * scales[level]
@@ -302,7 +304,7 @@ class PrioritizedController:
             )
         metric = terms.metric(state, self._force_scale, self._row_shares)
         hard, joint_rows = terms.hard_constraints(state, constraint, bounds, window)
-        reference, band = terms.reference(rows), self.singular_value_threshold
+        reference, band = terms.reference(rows, state), self.singular_value_threshold
         result = solve_cascade(levels, hard, metric, reference, band)
         if result.solution is not None:
             return result
@@ -390,19 +392,34 @@ class _StackTerms:
         self._group_sizes = np.asarray(sizes, dtype=np.int64)
         self._group_starts = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
 
-    def row_scales(self, jacobian: np.ndarray) -> np.ndarray:
-        """E per stacked row: 1 / the largest row norm of its group (`Task.row_groups`)."""
-        norms = np.sqrt(np.einsum('ij,ij->i', jacobian, jacobian))
-        largest = np.maximum.reduceat(norms, self._group_starts) if norms.size else norms
-        largest = np.repeat(largest, self._group_sizes)
-        return np.where(largest > 0.0, 1.0 / np.where(largest > 0.0, largest, 1.0), 0.0)
+    def row_scales(self, jacobian: np.ndarray, inverse_inertia: np.ndarray) -> np.ndarray:
+        """E per stacked row: 1 / √(the largest mobility (J M⁻¹ Jᵀ)ⱼⱼ of its group).
 
-    def reference(self, rows) -> np.ndarray:
-        """q̈_ref: the joint-posture tasks' desired accelerations (the lowest where several)."""
+        A group's rows (`Task.row_groups`: one unit) measured by its inverse task-space mass
+        (the diagonal of Khatib 1987's Λ⁻¹ = J M⁻¹ Jᵀ), so that errors of different units weigh
+        as the effort they cost: a hand's metre as its few kilograms, its radian as its small
+        inertia. Rows without mobility (a blocked group) get 0.
+        """
+        mobility = np.einsum('ij,ij->i', jacobian.dot(inverse_inertia), jacobian)
+        largest = np.maximum.reduceat(mobility, self._group_starts) if mobility.size else mobility
+        largest = np.repeat(largest, self._group_sizes)
+        floor = 1e-12 * (float(mobility.max()) if mobility.size else 0.0)
+        return np.where(largest > floor, 1.0 / np.sqrt(np.where(largest > floor, largest, 1.0)), 0.0)
+
+    def reference(self, rows, state: RobotState) -> np.ndarray:
+        """q̈_ref = q̈_posture − K v: where a level can hardly move, the motion it is damped to.
+
+        q̈_posture: the joint-posture tasks' desired accelerations (the lowest where several; 0
+        without one). K = `REFERENCE_DAMPING` makes a weak direction behave as a strongly damped
+        joint instead of one driven by the level with a gain of 1/σ, which is what brings an arm
+        to rest at the edge of its workspace (the regularisation of Chiaverini 1997 taken
+        towards this motion instead of towards 0).
+        """
         reference = np.zeros(self.robot.nv)
         for level_rows, entry_rows, _ in self._postures:
             start = level_rows.start + entry_rows.start
             reference[self._actuated] = rows.desired_acceleration[start : start + len(self._actuated)]
+        reference -= REFERENCE_DAMPING * state.v
         return reference
 
     def metric(self, state: RobotState, force_scale: float, row_shares: np.ndarray) -> np.ndarray:
