@@ -142,7 +142,7 @@ def solve_cascade(
         rows = np.zeros((level.rows.shape[0], nx))
         rows[:, :nv] = level.rows
         reduced = rows.dot(basis)  # (m, d) R Z
-        moved, fixed, singular = _split(reduced, level.generic_rank)
+        moved, fixed, singular = _split_motion(reduced, basis[:nv], level.generic_rank)
         if not moved.shape[1]:  # nothing this level can move: no authority, no pins
             weights.append(LevelWeights(0, 0, np.inf, 0.0))
             continue
@@ -187,7 +187,7 @@ def solve_cascade(
         if step is None:
             return CascadeResult(None, status, weights)
         point = point + basis.dot(step)
-        basis = basis.dot(_split(basis[block], basis.shape[1], numerical=True)[1])
+        basis = basis.dot(_unmoved(basis[block]))
     return CascadeResult(point, '', weights)
 
 
@@ -218,14 +218,41 @@ def _affine_solutions(rows: np.ndarray, values: np.ndarray):
     return point, right_t[rank:].T
 
 
-def _split(reduced: np.ndarray, generic_rank: int, numerical: bool = False):
+def _split_motion(reduced: np.ndarray, motion: np.ndarray, generic_rank: int):
+    """`_split` among the z-directions that move the joints (`motion` = Z's q̈ rows).
+
+    A level's rows see q̈ only: a direction that changes the contact forces alone (an internal
+    force) is never one the level has lost at a singularity, and stays free for the force
+    distribution of the last stage.
+    """
+    if motion.shape[0] == motion.shape[1] or not reduced.shape[0]:
+        return _split(reduced, generic_rank)
+    _, singular, right_t = np.linalg.svd(motion, full_matrices=True)
+    rank = int((singular > 1e-12 * max(singular[0], 1e-300)).sum()) if singular.size else 0
+    joints, forces = right_t[:rank].T, right_t[rank:].T
+    moved, fixed, values = _split(reduced.dot(joints), generic_rank)
+    return joints.dot(moved), np.hstack([joints.dot(fixed), forces]), values
+
+
+def _unmoved(part: np.ndarray) -> np.ndarray:
+    """A basis of the z-directions that leave `part` (rows of an orthonormal Z) unchanged.
+
+    Z's columns have unit norm, so a singular value of its part is the share of a direction in
+    that part: one below √`RANK_TOLERANCE` is none (an absolute test: when the part is
+    rounding, its largest singular value is rounding too).
+    """
+    _, singular, right_t = np.linalg.svd(part, full_matrices=True)
+    rank = int((singular**2 > RANK_TOLERANCE).sum())
+    return right_t[rank:].T
+
+
+def _split(reduced: np.ndarray, generic_rank: int):
     """(moved, fixed, singular values) of R Z: bases (columns) of the z-directions it moves
     and of those it leaves to the levels below.
 
     A level moves as many as it has at almost every configuration (its generic rank), the one
     nearly lost at a singularity included: its regularisation sets that one, and it stays
-    fixed for the levels below on both sides of the singularity and at it. With `numerical`,
-    only those numerically there (the last stages, whose directions may be pure forces).
+    fixed for the levels below on both sides of the singularity and at it.
     """
     size = reduced.shape[1]
     if reduced.shape[0] == 0:
@@ -234,8 +261,6 @@ def _split(reduced: np.ndarray, generic_rank: int, numerical: bool = False):
     if not singular[0] > 0.0:
         return np.zeros((size, 0)), np.eye(size), singular
     rank = min(generic_rank, singular.shape[0])
-    if numerical:
-        rank = min(rank, int((singular**2 > RANK_TOLERANCE * singular[0] ** 2).sum()))
     return right_t[:rank].T, right_t[rank:].T, singular
 
 
