@@ -52,9 +52,7 @@ def recursion(
     acceleration, null_space = start.copy(), np.eye(nv)
     stats, scales = [], []
     for level in levels:
-        scale = normalisation(
-            level.jacobian, inverse_inertia, level.sqrt_weights, level.groups
-        )
+        scale = normalisation(level.jacobian, inverse_inertia, level.sqrt_weights, level.groups)
         projected = level.jacobian.dot(null_space)
         phi = projected.dot(inverse_inertia).dot(projected.T)
         mobility = np.einsum('ij,jk,ik->i', level.jacobian, inverse_inertia, level.jacobian)
@@ -122,7 +120,7 @@ def lexicographic(
 
 
 def _quadprog(hessian, gradient, rows, lower, upper, pins, nv):
-    """quadprog's min ½xᵀHx − aᵀx s.t. Cᵀx ≥ b, equalities first."""
+    """Quadprog's min ½xᵀHx − aᵀx s.t. Cᵀx ≥ b, equalities first."""
     nx = hessian.shape[0]
     equal_rows, equal_values, inequality_rows, inequality_values = [], [], [], []
     for row, low, high in zip(rows, lower, upper):

@@ -1,7 +1,6 @@
 """One controller tick without ROS: the torque, held targets, failures, the watchdog."""
 
 import numpy as np
-import pytest
 import numpy.testing as npt
 import pinocchio as pin
 import pytest

@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.constrained_dynamics import dagger_terms
+from wbc_control.control.constrained_dynamics import dagger_terms, schur_dagger_terms
 from wbc_control.control.contacts import Contact, contact_jacobian
-from wbc_control.control.constrained_dynamics import schur_dagger_terms
 
 seeds = st.integers(0, 2**31 - 1)
 

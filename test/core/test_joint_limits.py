@@ -16,7 +16,12 @@ from robots import robot
 
 from wbc_control.control.command_output import CommandOutput
 from wbc_control.control.controller_loop import ControllerLoop
-from wbc_control.control.joint_limits import BRAKING_SHARE, MIN_BRAKING_SHARE, JointLimits
+from wbc_control.control.joint_limits import (
+    BRAKING_SHARE,
+    MIN_BRAKING_SHARE,
+    OVERSPEED_RESPONSE,
+    JointLimits,
+)
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidShape, InvalidValue
@@ -37,19 +42,24 @@ def expected_bounds(limits: JointLimits, state: RobotState) -> tuple[np.ndarray,
     for i, j in enumerate(robot_.indices.v):
         braking = limits.max_acceleration[i]
         if math.isnan(braking):
-            effort, bias, inertia = limits.effort_limits[i], state.nonlinear_effects[j], state.mass_matrix[j, j]
+            effort, bias, inertia = (
+                limits.effort_limits[i],
+                state.nonlinear_effects[j],
+                state.mass_matrix[j, j],
+            )
             braking = BRAKING_SHARE * max(effort - abs(bias), MIN_BRAKING_SHARE * effort) / inertia
         k, speed, v = limits.response, limits.max_speed[i], state.v[j]
 
-        def ceiling(distance):
+        def ceiling(distance, k=k, speed=speed, braking=braking):
             value = min(0.25 * k * distance, speed)
             return min(value, math.sqrt(2.0 * braking * distance)) if distance > 0 else value
 
         up = ceiling(limits.upper_wall[i] - positions[i])
         down = ceiling(positions[i] - limits.lower_wall[i])
-        high = max(k * (up - v), -braking)
+        over = OVERSPEED_RESPONSE * k  # a joint beyond its velocity limit
+        high = max(k * (up - v) - over * max(v - speed, 0.0), -braking)
         upper.append(high)
-        lower.append(min(k * (-down - v), braking, high))
+        lower.append(min(k * (-down - v) + over * max(-v - speed, 0.0), braking, high))
     return np.array(lower), np.array(upper)
 
 
@@ -128,7 +138,11 @@ def test_beyond_a_wall_the_bound_pulls_the_joint_back_at_most_at_its_braking():
 
 
 def test_the_bounds_move_by_little_between_neighbouring_states():
-    """Lipschitz in (q, q̇) with constants k²/4 and k: what keeps a command from chattering."""
+    """Lipschitz in (q, q̇) with constants k²/4 and k: what keeps a command from chattering.
+
+    A joint faster than its velocity limit (the fingers here) is braked harder: its constant
+    in q̇ is (1 + c) k.
+    """
     panda = robot('panda')
     limits = JointLimits(panda, panda.effort_limits, max_acceleration=np.full(9, 5.0))
     k = limits.response
@@ -146,7 +160,9 @@ def test_the_bounds_move_by_little_between_neighbouring_states():
         second = np.array(limits.bounds(nearby))
         # The ceiling's slope is at most max(k/4, aᵦ/v⁺) where v⁺ > 0: bounded away from the
         # wall's tip, where the linear part takes over.
-        bound = (0.25 * k**2 + k * 5.0 / 0.2) * np.abs(dq) + k * np.abs(dv)
+        over = np.maximum(np.abs(v), np.abs(v + dv)) > limits.max_speed
+        gain = k * np.where(over, 1.0 + OVERSPEED_RESPONSE, 1.0)
+        bound = (0.25 * k**2 + k * 5.0 / 0.2) * np.abs(dq) + gain * np.abs(dv)
         assert (np.abs(second - first) <= bound + 1e-9).all()
 
 
@@ -237,7 +253,9 @@ def test_a_joint_driven_into_its_wall_stops_there_and_is_reported():
     ctrl = PrioritizedController(panda, [TaskEntry('posture', posture)], joint_limits=limits)
     positions, _, limited = rollout(ctrl, READY, 3.0)
     wall = limits.upper_wall[3]
-    assert positions[:, 3].max() <= wall + 1e-3 and positions[-1, 3] == pytest.approx(wall, abs=2e-3)
+    assert positions[:, 3].max() <= wall + 1e-3 and positions[-1, 3] == pytest.approx(
+        wall, abs=2e-3
+    )
     assert 'panda_joint4' in limited[-1]
 
 

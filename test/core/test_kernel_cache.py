@@ -1,7 +1,8 @@
 """The compiled kernels' cache follows every kernel source, not just the compiled function's.
 
 numba's own cache is keyed on the compiled function's file: after a change to a callee in
-another file, compiled into its caller, it would load the caller's old machine code. `kernel_cache` names the cache after all the kernel sources.
+another file, compiled into its caller, it would load the caller's old machine code.
+`kernel_cache` names the cache after all the kernel sources.
 """
 
 import ast
@@ -43,7 +44,9 @@ def test_the_kernels_load_from_the_cache_named_after_their_sources():
     cache_path = Path(joint_limits.acceleration_bounds._cache._cache_path)
     assert Path(kernel_cache.cache_directory()) in cache_path.parents
     assert kernel_cache.cache_directory().name == PREFIX + sources_digest()
-    assert joint_limits.acceleration_bounds.targetoptions['nogil']  # every kernel runs without the GIL
+    assert joint_limits.acceleration_bounds.targetoptions[
+        'nogil'
+    ]  # every kernel runs without the GIL
 
 
 def test_every_compiled_function_of_the_package_goes_through_kernel():

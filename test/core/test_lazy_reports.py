@@ -83,9 +83,11 @@ def test_the_cheap_cone_test_passes_forces_well_inside_the_cone():
 
 
 def test_a_com_task_that_would_pull_gives_way_and_healthy_ticks_build_no_reports():
-    """A COM sent down faster than gravity would need pulling feet: the feet push, the task
-    gives way (its level's residual shows it), and nothing is flagged; a healthy tick's
-    reports are not built."""
+    """A COM sent down faster than gravity would need pulling feet: the task gives way.
+
+    The feet push, the task's level residual shows it, and nothing is flagged; a healthy
+    tick's reports are not built.
+    """
     talos = robot('talos')
     state = RobotState(talos)
     state.update(

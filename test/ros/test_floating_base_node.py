@@ -188,7 +188,12 @@ def test_bad_odometry_is_rejected_and_counted(local):
     assert inputs['rejected.odom.frame'] == '1'
 
 
-def test_contacts_warn_when_outside_the_friction_cone_or_pulling(local):
+def test_contacts_warn_outside_a_cone_nothing_meets_and_a_target_that_would_pull_gives_way(local):
+    """A cone no force fits is reported; a target that would need pulling feet gives way.
+
+    μ = 1e-6 leaves no force for the base offset to hold: reported. A base target the feet
+    would have to pull for is not met: its level's residual shows it, and no foot pulls.
+    """
     node, _ = local(solo_parameters(), clock_s=100.0)
     node._on_joint_state(solo_joint_state(100.0))
     node._on_odom(odometry(100.0))
@@ -203,15 +208,23 @@ def test_contacts_warn_when_outside_the_friction_cone_or_pulling(local):
     assert status.level == DiagnosticStatus.WARN
     assert 'outside the friction cone' in status.message
     assert values(status)['friction_coefficient'] == '1e-06'
+    assert node.set_parameters([Parameter('friction_coefficient', value=0.8)])[0].successful
     # A base target 1 m underground asks for more than free fall: the feet would have to pull.
     sink = [0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0]
     assert node.set_parameters([Parameter('tasks.base.target', value=sink)])[0].successful
     set_clock(node, 100.02)
     node._on_joint_state(solo_joint_state(100.02))
     node._on_odom(odometry(100.02))
-    status = node_status(node, 'contacts')
-    assert 'pulling' in status.message
-    assert 'True' in {v for k, v in values(status).items() if k.endswith('.pulling')}
+    contacts = values(node_status(node, 'contacts'))
+    pulling = {k: v for k, v in contacts.items() if k.endswith('.pulling')}
+    assert len(pulling) == 4 and set(pulling.values()) == {'False'}
+    tasks = values(node_status(node, 'tasks'))
+    (base_level,) = [
+        k[: -len('.tasks')]
+        for k, v in tasks.items()
+        if k.endswith('.tasks') and 'base' in v.split(',')
+    ]
+    assert float(tasks[f'{base_level}.residual']) > 1.0  # m/s², rad/s²: the sink is not met
 
 
 def test_the_gravity_safe_command_of_a_floating_base_is_balanced_by_the_contacts(local):

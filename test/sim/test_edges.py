@@ -63,7 +63,10 @@ def ur5_parameters(target, rate_limit: float) -> dict:
         'tasks': {
             'hand': {**hand, 'target': [*target, 0.0, 0.0, 0.0, 1.0]},
             'posture': {
-                'type': 'joint_posture', 'priority': 1, 'kp': 25.0, 'target': UR5_START.tolist()
+                'type': 'joint_posture',
+                'priority': 1,
+                'kp': 25.0,
+                'target': UR5_START.tolist(),
             },
         },
         'torque_rate_limit': rate_limit,
@@ -89,7 +92,9 @@ def run(name: str, parameters: dict, start: np.ndarray, frame: str, target) -> R
     start_distance = distance()
     now_s, previous, steps, speeds, beyond, peak = 0.0, None, [], [], -np.inf, 0.0
     for _ in range(round(SECONDS / CONTROL_PERIOD_S)):
-        outcome = loop.tick(sim.joint_positions(), sim.joint_velocities(), None, None, now_s, now_s)
+        outcome = loop.tick(
+            sim.joint_positions(), sim.joint_velocities(), None, None, now_s, now_s
+        )
         assert not outcome.error, outcome.error
         loop.sent(now_s)
         sim.apply_torque(outcome.torque)
@@ -129,9 +134,7 @@ def test_an_arm_reaching_for_a_target_out_of_reach_comes_to_rest_inside_its_limi
     name, target, rate_limit
 ):
     if name == 'panda':
-        result = run(
-            name, panda_parameters(target, rate_limit), PANDA_READY, 'panda_hand', target
-        )
+        result = run(name, panda_parameters(target, rate_limit), PANDA_READY, 'panda_hand', target)
     else:
         result = run(name, ur5_parameters(target, rate_limit), UR5_START, 'tool0', target)
     print(f'{name} {target} rate limit {rate_limit}: {result}')

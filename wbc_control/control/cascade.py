@@ -110,7 +110,7 @@ def solve_cascade(
     reference: np.ndarray,
     band: float,
 ) -> CascadeResult:
-    """x of the module docstring: one QP per level, then the least energy and forces if free.
+    """X of the module docstring: one QP per level, then the least energy and forces if free.
 
     The equalities (the hard ones, then each level's achieved R q̈) are eliminated rather than
     handed to the solver: x = x₀ + Z z with Z an orthonormal basis of their null space
@@ -247,8 +247,10 @@ def _unmoved(part: np.ndarray) -> np.ndarray:
 
 
 def _split(reduced: np.ndarray, generic_rank: int):
-    """(moved, fixed, singular values) of R Z: bases (columns) of the z-directions it moves
-    and of those it leaves to the levels below.
+    """(moved, fixed, singular values) of R Z: bases of the z-directions it moves and leaves.
+
+    The columns of `moved` span the directions the level sets, those of `fixed` the ones it
+    leaves to the levels below.
 
     A level moves as many as it has at almost every configuration (its generic rank), the one
     nearly lost at a singularity included: its regularisation sets that one, and it stays
@@ -294,11 +296,15 @@ def _regularisation(
     keep = singular > 1e-12 * max(singular[0], 1e-300) if singular.size else singular > 0
     basis = left[:, keep]  # (nv, dq) orthonormal
     if not basis.shape[1]:
-        return Regularisation(np.zeros((0, rows.shape[1])), np.zeros(0), LevelWeights(0, 0, np.inf, 0.0))
+        return Regularisation(
+            np.zeros((0, rows.shape[1])), np.zeros(0), LevelWeights(0, 0, np.inf, 0.0)
+        )
     _, values, right = np.linalg.svd(rows.dot(basis), full_matrices=False)
     count = min(generic_rank, values.shape[0])
     if count == 0 or not values[0] > 0.0:
-        return Regularisation(np.zeros((0, rows.shape[1])), np.zeros(0), LevelWeights(0, 0, np.inf, 0.0))
+        return Regularisation(
+            np.zeros((0, rows.shape[1])), np.zeros(0), LevelWeights(0, 0, np.inf, 0.0)
+        )
     largest = values[0]
     values = values[:count]
     weights = np.maximum((band * largest) ** 2 - values**2, 0.0)
@@ -306,7 +312,9 @@ def _regularisation(
     directions = right[:count][weak].dot(basis.T)  # (w, nv) unit rows
     smallest = values[-1]
     condition = largest / smallest if smallest > 0.0 else np.inf
-    report = LevelWeights(count, int(weak.sum()), condition, float(weights.max(initial=0.0)) / largest**2)
+    report = LevelWeights(
+        count, int(weak.sum()), condition, float(weights.max(initial=0.0)) / largest**2
+    )
     return Regularisation(directions, weights[weak], report)
 
 
@@ -318,7 +326,7 @@ def _solve(
     basis: np.ndarray,
     unbounded: np.ndarray,
 ) -> tuple[np.ndarray | None, str]:
-    """z of min ½ zᵀ H z + gᵀ z s.t. lower ≤ C (x₀ + Z z) ≤ upper.
+    """Z of min ½ zᵀ H z + gᵀ z s.t. lower ≤ C (x₀ + Z z) ≤ upper.
 
     `unbounded` is the problem's solution without the inequalities, computed in closed form;
     where it meets them it is the answer (and more precise than an iterative solve), else

@@ -21,7 +21,12 @@ and never ask the motors for more than they can give:
 - the bound tracks the ceiling at the rate k (`response`, 1/s) and never asks for more braking
   than aᵦ:
 
-      a⁺ = max(k (v⁺ − q̇), −aᵦ),     a⁻ = min(−k (v⁻ + q̇), aᵦ),     and a⁻ ≤ a⁺.
+      a⁺ = max(k (v⁺ − q̇) − c k (q̇ − v̄)₊, −aᵦ),   a⁻ = min(−k (v⁻ + q̇) + c k (−q̇ − v̄)₊, aᵦ),
+
+  and a⁻ ≤ a⁺; (x)₊ = max(x, 0). The second term acts only on a joint faster than its URDF
+  limit (c = `OVERSPEED_RESPONSE`): a wrist that spins at many times its limit after a fall
+  is braked at up to aᵦ at once, where tracking at the rate k alone would let it travel
+  several radians, through its wall and past its limit, before it slows down.
 
 Near a wall the bound is q̈ ≤ (k²/4) d − k q̇, a critically damped wall. The bound is a
 Lipschitz function of (q, q̇) with constants k²/4 and k, so it moves by little from one tick to
@@ -43,6 +48,8 @@ from wbc_control.kernel_types import INDEX, VECTOR
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
+#: c: a joint faster than its velocity limit is braked at c k per rad/s over the limit.
+OVERSPEED_RESPONSE = 10.0
 #: Default distance (rad, or m for prismatic joints) of the wall inside each URDF limit.
 DEFAULT_JOINT_LIMIT_MARGIN = 0.05
 #: Default rate (1/s) at which a joint's speed is brought under its ceiling.
@@ -121,9 +128,7 @@ class JointLimits:
         return tuple(name for name, flag in zip(self.joint_names, held.tolist()) if flag)
 
 
-def _per_joint(
-    values: npt.ArrayLike, size: int, what: str, allow_nan: bool = False
-) -> np.ndarray:
+def _per_joint(values: npt.ArrayLike, size: int, what: str, allow_nan: bool = False) -> np.ndarray:
     array = np.array(values, dtype=float)
     if array.shape != (size,):
         raise InvalidShape(f'{what} need one value per actuated joint ({size}), got {array.shape}')
@@ -157,8 +162,20 @@ def _ceiling(distance, max_speed, braking, rate):  # pragma: no cover - runs com
     ),
 )  # fmt: skip
 def acceleration_bounds(
-    q, v, mass, bias, positions, velocities, lower_wall, upper_wall, max_speed, effort, declared,
-    rate, lower, upper,
+    q,
+    v,
+    mass,
+    bias,
+    positions,
+    velocities,
+    lower_wall,
+    upper_wall,
+    max_speed,
+    effort,
+    declared,
+    rate,
+    lower,
+    upper,
 ):  # pragma: no cover - runs compiled
     """Write a⁻ and a⁺ of every joint (`JointLimits.bounds`, the module docstring).
 
@@ -174,5 +191,7 @@ def acceleration_bounds(
             braking = BRAKING_SHARE * room / mass[j, j]
         up = _ceiling(upper_wall[i] - position, max_speed[i], braking, rate)
         down = _ceiling(position - lower_wall[i], max_speed[i], braking, rate)
-        upper[i] = max(rate * (up - velocity), -braking)
-        lower[i] = min(min(rate * (-down - velocity), braking), upper[i])
+        over = OVERSPEED_RESPONSE * rate
+        upper[i] = max(rate * (up - velocity) - over * max(velocity - max_speed[i], 0.0), -braking)
+        low = rate * (-down - velocity) + over * max(-velocity - max_speed[i], 0.0)
+        lower[i] = min(min(low, braking), upper[i])

@@ -76,6 +76,9 @@ DEFAULT_SINGULAR_VALUE_THRESHOLD = 0.03
 DEFAULT_FRICTION_COEFFICIENT = 0.7
 #: K of the damped reference q̈_posture − K v (1/s), the regularisation's target.
 REFERENCE_DAMPING = 100.0
+#: Where M is singular, the row scales read (M + δI)⁻¹ with δ this fraction of its largest
+#: diagonal entry (`_mobility_inverse`).
+MASSLESS_REGULARISATION = 1e-8
 
 
 class PrioritizedController:
@@ -253,7 +256,9 @@ class PrioritizedController:
         bounds = None if self.joint_limits is None else self.joint_limits.bounds(state)
         result = self._cascade(state, target, constraint, bounds, window)
         if result.solution is None:
-            raise SingularConstraint(f'no joint accelerations meet the hard constraints: {result.status}')
+            raise SingularConstraint(
+                f'no joint accelerations meet the hard constraints: {result.status}'
+            )
         acceleration = result.solution[: self.robot.nv]
         torque, forces = self._torque(state, acceleration, constraint, result.solution)
         saturated, rate_limited = self._at_range(torque, window)
@@ -275,8 +280,12 @@ class PrioritizedController:
             acceleration,
             LazyReports(task_reports, self.levels, achieved),
             LazyReports(
-                level_health, self.levels, self._generic_ranks, result.levels,
-                achieved - commanded, rows.offsets,
+                level_health,
+                self.levels,
+                self._generic_ranks,
+                result.levels,
+                achieved - commanded,
+                rows.offsets,
             ),  # fmt: skip
             contact_reports,
             residual,
@@ -285,7 +294,7 @@ class PrioritizedController:
         )
 
     def _cascade(self, state, target, constraint, bounds, window) -> CascadeResult:
-        """x = (q̈, f) of the hierarchical least squares (`wbc_control.control.cascade`).
+        """X = (q̈, f) of the hierarchical least squares (`wbc_control.control.cascade`).
 
         Where the joint bounds and the hard constraints have no common solution (a joint far
         beyond its wall, a torque range too narrow to brake it), the joint bounds become soft:
@@ -295,7 +304,7 @@ class PrioritizedController:
         """
         terms, rows = self._terms, self._rows
         levels = []
-        scales = terms.row_scales(rows.jacobian, state.inverse_mass_matrix)
+        scales = terms.row_scales(rows.jacobian, _mobility_inverse(state))
         for k, (weights, rank) in enumerate(zip(self._sqrt_weights, self._generic_ranks)):
             level = slice(int(rows.offsets[k]), int(rows.offsets[k + 1]))
             scale = weights * scales[level]
@@ -309,7 +318,9 @@ class PrioritizedController:
         if result.solution is not None:
             return result
         if bounds is not None:
-            softened = solve_cascade(levels, hard._replace(soft=joint_rows), metric, reference, band)
+            softened = solve_cascade(
+                levels, hard._replace(soft=joint_rows), metric, reference, band
+            )
             if softened.solution is not None:
                 return softened._replace(status=f'{result.status}; joint limits softened')
         every = np.ones(hard.lower.shape[0], dtype=bool)
@@ -404,7 +415,9 @@ class _StackTerms:
         largest = np.maximum.reduceat(mobility, self._group_starts) if mobility.size else mobility
         largest = np.repeat(largest, self._group_sizes)
         floor = 1e-12 * (float(mobility.max()) if mobility.size else 0.0)
-        return np.where(largest > floor, 1.0 / np.sqrt(np.where(largest > floor, largest, 1.0)), 0.0)
+        return np.where(
+            largest > floor, 1.0 / np.sqrt(np.where(largest > floor, largest, 1.0)), 0.0
+        )
 
     def reference(self, rows, state: RobotState) -> np.ndarray:
         """q̈_ref = q̈_posture − K v: where a level can hardly move, the motion it is damped to.
@@ -418,7 +431,9 @@ class _StackTerms:
         reference = np.zeros(self.robot.nv)
         for level_rows, entry_rows, _ in self._postures:
             start = level_rows.start + entry_rows.start
-            reference[self._actuated] = rows.desired_acceleration[start : start + len(self._actuated)]
+            reference[self._actuated] = rows.desired_acceleration[
+                start : start + len(self._actuated)
+            ]
         reference -= REFERENCE_DAMPING * state.v
         return reference
 
@@ -489,6 +504,21 @@ class _StackTerms:
             np.concatenate([np.full(size, block[3]) for size, block in zip(sizes, blocks)]),
         )
         return hard, joints
+
+
+def _mobility_inverse(state: RobotState) -> np.ndarray:
+    """M⁻¹ for the row scales, or (M + δI)⁻¹ where M is singular.
+
+    A massless link that a constraint holds makes M singular; δ = `MASSLESS_REGULARISATION`
+    times M's largest diagonal entry makes its direction a very mobile one, whose rows weigh
+    little within their level.
+    """
+    try:
+        return state.inverse_mass_matrix
+    except InvalidValue:
+        mass = state.mass_matrix
+        shift = MASSLESS_REGULARISATION * float(np.abs(np.diag(mass)).max(initial=1.0))
+        return np.linalg.inv(mass + shift * np.eye(mass.shape[0]))
 
 
 def _validated_friction(value: float) -> float:

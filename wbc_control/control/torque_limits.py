@@ -98,4 +98,3 @@ def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:  # p
         if not (lower[i] <= torque[i] <= upper[i]):
             return False
     return True
-

@@ -21,8 +21,6 @@ LOCKSTEP_AS_FAST_AS_ANSWERED = {'lockstep': True, 'real_time_factor': 0.0}
 DEMO_DIAGNOSTICS = {'exact_rate': 0.0, 'publish_rate': 2.0}
 #: Every joint in the command (the fingers too), whose torques the report plots.
 EVERY_JOINT_COMMANDED = {'command_joints': []}
-#: The joint-limit level on, which the shipped Talos file turns off.
-TALOS_LIMITS = {'joint_limits': True}
 
 
 @dataclass(frozen=True)
@@ -160,7 +158,7 @@ def talos_reaching() -> Scenario:
     upright and the hand, then the posture.
     """
     # The joint-limit level stays on, as the demo has always run it.
-    controller = shipped_parameters('talos_controller.yaml', 'wbc_controller', TALOS_LIMITS)
+    controller = shipped_parameters('talos_controller.yaml', 'wbc_controller')
     sim = shipped_parameters('talos_sim.yaml', 'wbc_sim', LOCKSTEP_AS_FAST_AS_ANSWERED)
     target = np.array(controller['tasks']['hand']['target'])  # 19 cm from where it starts
     return Scenario(
@@ -250,7 +248,6 @@ def talos_lift() -> LeggedScenario:
         'talos_controller.yaml',
         'wbc_controller',
         {
-            **TALOS_LIMITS,
             # As Solo12's: a command lost right after discovery (the controller's first answer
             # published before its writer matched the monitor's reader) is replaced by the
             # watchdog's gravity command after 5 s instead of stalling the lock-stepped loop. A
