@@ -55,9 +55,6 @@ import numpy as np
 #: its residual does not see. It keeps the QP well conditioned; it biases the level only where
 #: an inequality makes a step along them pay off, and then by about this fraction.
 LEVEL_TIE_BREAK = 1e-3
-#: The forces' weight in the least-kinetic-energy stage, relative to the inertia (their own
-#: stage follows; this keeps the QP well conditioned).
-STAGE_TIE_BREAK = 1e-3
 #: A squared singular value at or below this fraction of the largest is not a direction the
 #: equality rows fix (a numerical rank, Golub & Van Loan 2013, sec 5.5).
 RANK_TOLERANCE = 1e-9
@@ -166,14 +163,18 @@ def solve_cascade(
         point = point + basis.dot(step)
         basis = basis.dot(fixed)
         weights.append(regularisation.report)
-    for block in (slice(0, nv), slice(nv, nx)):  # least kinetic energy, then least forces
-        if not basis.shape[1] or block.start == block.stop:
+    # Least kinetic energy over the directions that move the joints, then the least weighted
+    # forces over those that change the forces alone (internal forces): lexicographic, so the
+    # force norm biases no joint acceleration.
+    moving, still = _moving_and_still(basis[:nv])
+    for stage, directions in (('energy', moving), ('forces', still)):
+        if not directions.shape[1]:
             continue
+        restricted = basis.dot(directions)
         part = np.zeros((nx, nx))
+        block = slice(0, nv) if stage == 'energy' else slice(nv, nx)
         part[block, block] = metric[block, block]
-        if block.start == 0:  # the forces' own freedom waits for the second stage
-            part[nv:, nv:] = STAGE_TIE_BREAK * np.trace(metric[:nv, :nv]) / nv * np.eye(nx - nv)
-        hessian = basis.T.dot(part).dot(basis)
+        hessian = restricted.T.dot(part).dot(restricted)
         if not _positive_definite(hessian):
             return CascadeResult(
                 None,
@@ -181,13 +182,12 @@ def solve_cascade(
                 'no contact holds?)',
                 weights,
             )
-        gradient = basis.T.dot(part).dot(point)
+        gradient = restricted.T.dot(part).dot(point)
         unbounded = -np.linalg.solve(hessian, gradient)
-        step, status = _solve(hessian, gradient, inequality, point, basis, unbounded)
+        step, status = _solve(hessian, gradient, inequality, point, restricted, unbounded)
         if step is None:
             return CascadeResult(None, status, weights)
-        point = point + basis.dot(step)
-        basis = basis.dot(_unmoved(basis[block]))
+        point = point + restricted.dot(step)
     return CascadeResult(point, '', weights)
 
 
@@ -227,23 +227,22 @@ def _split_motion(reduced: np.ndarray, motion: np.ndarray, generic_rank: int):
     """
     if motion.shape[0] == motion.shape[1] or not reduced.shape[0]:
         return _split(reduced, generic_rank)
-    _, singular, right_t = np.linalg.svd(motion, full_matrices=True)
-    rank = int((singular > 1e-12 * max(singular[0], 1e-300)).sum()) if singular.size else 0
-    joints, forces = right_t[:rank].T, right_t[rank:].T
+    joints, forces = _moving_and_still(motion)
     moved, fixed, values = _split(reduced.dot(joints), generic_rank)
     return joints.dot(moved), np.hstack([joints.dot(fixed), forces]), values
 
 
-def _unmoved(part: np.ndarray) -> np.ndarray:
-    """A basis of the z-directions that leave `part` (rows of an orthonormal Z) unchanged.
+def _moving_and_still(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal bases of the z-directions that change `part` and of those that do not.
 
-    Z's columns have unit norm, so a singular value of its part is the share of a direction in
-    that part: one below √`RANK_TOLERANCE` is none (an absolute test: when the part is
-    rounding, its largest singular value is rounding too).
+    `part` is some rows of an orthonormal Z (its q̈ rows). Z's columns have unit norm, so a
+    singular value of its part is the share of a direction in that part: one below
+    √`RANK_TOLERANCE` is none (an absolute test: when the part is rounding, its largest
+    singular value is rounding too).
     """
     _, singular, right_t = np.linalg.svd(part, full_matrices=True)
     rank = int((singular**2 > RANK_TOLERANCE).sum())
-    return right_t[rank:].T
+    return right_t[:rank].T, right_t[rank:].T
 
 
 def _split(reduced: np.ndarray, generic_rank: int):
@@ -257,7 +256,7 @@ def _split(reduced: np.ndarray, generic_rank: int):
     fixed for the levels below on both sides of the singularity and at it.
     """
     size = reduced.shape[1]
-    if reduced.shape[0] == 0:
+    if reduced.shape[0] == 0 or size == 0:
         return np.zeros((size, 0)), np.eye(size), np.zeros(0)
     _, singular, right_t = np.linalg.svd(reduced, full_matrices=True)
     if not singular[0] > 0.0:
