@@ -79,6 +79,9 @@ REFERENCE_DAMPING = 100.0
 #: Where M is singular, the row scales read (M + δI)⁻¹ with δ this fraction of its largest
 #: diagonal entry (`_mobility_inverse`).
 MASSLESS_REGULARISATION = 1e-8
+#: The least weight of a contact's horizontal forces and moments, relative to the most loaded
+#: contact's.
+MIN_TANGENTIAL_SHARE = 0.05
 
 
 class PrioritizedController:
@@ -358,6 +361,7 @@ class PrioritizedController:
             base_nv = self.robot.base_nv
             if base_nv:
                 values = solution[self.robot.nv :]
+                self._terms.remember(values)
                 base = constraint[:, :base_nv].T.dot(values) - generalized_force[:base_nv]
                 forces = _Forces(values, float(np.sqrt(base.dot(base))))
             else:
@@ -399,6 +403,7 @@ class _StackTerms:
             if getattr(entry.task, 'TYPE', None) == 'joint_posture'
         ]
         self._actuated = np.asarray(robot.indices.v, dtype=np.int64)
+        self._loads = _LoadShares(stack.contacts) if self.force_count else None
         sizes = [size for level in levels for e in level.entries for size in e.task.row_groups()]
         self._group_sizes = np.asarray(sizes, dtype=np.int64)
         self._group_starts = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
@@ -443,9 +448,15 @@ class _StackTerms:
         metric = np.zeros((nv + count, nv + count))
         metric[:nv, :nv] = state.mass_matrix
         if count:
-            shares = np.maximum(row_shares, 1e-6 * max(float(row_shares.max()), 1e-300))
+            shares = row_shares * self._loads.tangential_factors()
+            shares = np.maximum(shares, 1e-6 * max(float(shares.max()), 1e-300))
             metric[nv:, nv:] = np.diag(force_scale / shares)
         return metric
+
+    def remember(self, forces: np.ndarray) -> None:
+        """The tick's contact forces, whose normal loads weigh the next tick's friction."""
+        if self._loads is not None:
+            self._loads.remember(forces)
 
     def hard_constraints(self, state, constraint, bounds, window):
         """`cascade.HardConstraints` at this tick, and which of its rows are joint bounds."""
@@ -504,6 +515,47 @@ class _StackTerms:
             np.concatenate([np.full(size, block[3]) for size, block in zip(sizes, blocks)]),
         )
         return hard, joints
+
+
+class _LoadShares:
+    """Each contact's friction force and moment weighted by its share of the normal load.
+
+    With equal weights the least-norm forces split a horizontal force or a moment evenly
+    between the contacts, whatever each carries: a sole that is being unloaded would take half
+    of it at a tenth of the load, at the edge of its friction cone (it slips) or with its centre
+    of pressure m / f_n far outside the sole (it rolls). Weighting a contact's horizontal and
+    moment rows by its normal force over the largest one (the previous tick's, at least
+    `MIN_TANGENTIAL_SHARE`) spreads them in proportion to the load: towards equal friction
+    ratios ‖f_t‖ / f_n and centres of pressure that stay where the load is.
+    """
+
+    def __init__(self, contacts: Sequence[Contact]) -> None:
+        size = sum(contact.dim for contact in contacts)
+        self._normal = np.zeros((len(contacts), size))  # f ↦ each contact's world-z force
+        self._owner = np.zeros(size, dtype=np.int64)
+        self._tangential = np.zeros(size, dtype=bool)
+        start = 0
+        for index, contact in enumerate(contacts):
+            rows = slice(start, start + contact.dim)
+            linear = contact.rows[:, :3]
+            self._normal[index, rows] = linear[:, 2]
+            self._owner[rows] = index
+            angular = np.abs(contact.rows[:, 3:]).sum(axis=1) > 0.0
+            self._tangential[rows] = angular | (np.abs(linear[:, 2]) < 1e-12)
+            start += contact.dim
+        self._factors = np.ones(size)
+
+    def remember(self, forces: np.ndarray) -> None:
+        normals = self._normal.dot(forces)
+        largest = float(normals.max(initial=0.0))
+        if not (np.isfinite(largest) and largest > 0.0):
+            self._factors[:] = 1.0
+            return
+        loads = np.clip(normals / largest, MIN_TANGENTIAL_SHARE, 1.0)
+        np.copyto(self._factors, np.where(self._tangential, loads[self._owner], 1.0))
+
+    def tangential_factors(self) -> np.ndarray:
+        return self._factors
 
 
 def _mobility_inverse(state: RobotState) -> np.ndarray:
