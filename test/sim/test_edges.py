@@ -122,14 +122,34 @@ def run(name: str, parameters: dict, start: np.ndarray, frame: str, target) -> R
 CASES = [
     ('panda', [0.9, 0.0, 0.5]),
     ('panda', [1.5, 0.0, 0.5]),
+    ('panda', [1.5, 0.3, 0.5]),
     ('panda', [-0.2, 1.2, 1.4]),
     ('panda', [0.0, 0.95, 0.4]),
     ('ur5', [1.5, 0.3, 0.5]),
 ]
+#: What these runs still miss (measured; docs/safety.md). Strict: a fix makes them pass and
+#: the expectation fail, so the entry goes.
+CHATTER = 'chatter: 3-4 command steps of 7-23 N m after 0.5 s as joints meet and leave bounds'
+KNOWN_MISSES = {
+    ('panda', 1, 0.0): CHATTER,
+    ('panda', 2, 0.0): CHATTER,
+    ('panda', 3, 0.0): CHATTER,
+    ('ur5', 5, 0.0): CHATTER,
+    ('ur5', 5, RATE_LIMIT): 'not at rest: a 1.07 rad/s limit cycle of the elbow through its '
+    'stretched singularity under the rate limit',
+}
 
 
-@pytest.mark.parametrize('rate_limit', [0.0, RATE_LIMIT], ids=['no_rate_limit', 'rate_limit'])
-@pytest.mark.parametrize(('name', 'target'), CASES)
+def edge_cases():
+    for rate_limit, rate_id in ((0.0, 'no_rate_limit'), (RATE_LIMIT, 'rate_limit')):
+        for index, (name, target) in enumerate(CASES):
+            miss = KNOWN_MISSES.get((name, index, rate_limit))
+            marks = [pytest.mark.xfail(reason=miss, strict=True)] if miss else []
+            case_id = f'{name}-{",".join(map(str, target))}-{rate_id}'
+            yield pytest.param(name, target, rate_limit, marks=marks, id=case_id)
+
+
+@pytest.mark.parametrize(('name', 'target', 'rate_limit'), edge_cases())
 def test_an_arm_reaching_for_a_target_out_of_reach_comes_to_rest_inside_its_limits(
     name, target, rate_limit
 ):

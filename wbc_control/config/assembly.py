@@ -60,6 +60,7 @@ def build_loop(
         joint_limits=joint_limits,
         contact_transition_time=settings.contact_transition_time,
         task_transition_time=settings.task_transition_time,
+        sole_size=settings.contact_sole_size or None,
     )
     limiter = TorqueLimiter(settings.effort_limits, settings.torque_rate_limits)
     output = CommandOutput(limiter, settings.robot_compensates_gravity)

@@ -74,6 +74,7 @@ class ControllerSettings:
         world_frame: frame_id accepted (besides '') for targets and odometry.
         diagnostics_rate: /diagnostics rate (Hz); 0 disables it.
         friction_coefficient: μ of the friction-cone check of contact forces.
+        contact_sole_size: (length, width) of every surface contact's sole (m); () for none.
         odom_pairing: how joint states and odometry make a tick (floating base), one of
             :data:`~wbc_control.inputs.odometry.ODOM_PAIRINGS`.
         base_frame: child_frame_id accepted (besides '') for odometry.
@@ -105,6 +106,7 @@ class ControllerSettings:
     world_frame: str
     diagnostics_rate: float
     friction_coefficient: float
+    contact_sole_size: tuple[float, ...]
     odom_pairing: str
     base_frame: str
     robot_compensates_gravity: bool
@@ -184,6 +186,7 @@ def parse_controller_settings(
         world_frame=_frame_name(values['world_frame'], 'world_frame'),
         diagnostics_rate=diagnostics_rate,
         friction_coefficient=values['friction_coefficient'],
+        contact_sole_size=_sole_size(values['contact_sole_size']),
         odom_pairing=values['odom_pairing'],
         base_frame=_frame_name(values['base_frame'], 'base_frame'),
         robot_compensates_gravity=bool(values['robot_compensates_gravity']),
@@ -317,6 +320,15 @@ def _effort_limits(robot: RobotModel, command_index: np.ndarray, value: object) 
         raise InvalidValue(f'must be > 0 (.inf for none), got {override.tolist()}')
     limits[command_index] = override
     return limits
+
+
+def _sole_size(value: object) -> tuple[float, ...]:
+    sizes = as_floats(value, 'contact_sole_size')
+    if sizes.size not in (0, 2) or not (np.isfinite(sizes).all() and (sizes > 0.0).all()):
+        raise InvalidValue(
+            f'contact_sole_size must be empty or (length, width) > 0 in m, got {sizes.tolist()}'
+        )
+    return tuple(sizes.tolist())
 
 
 def _max_accelerations(robot: RobotModel, command_index: np.ndarray, value: object) -> np.ndarray:

@@ -34,6 +34,7 @@ import numpy.typing as npt
 import pinocchio as pin
 
 from wbc_control.control.cascade import CascadeResult, HardConstraints, LevelRows, solve_cascade
+from wbc_control.control.centre_of_pressure import centre_of_pressure_rows
 from wbc_control.control.contact_transitions import (
     DEFAULT_CONTACT_TRANSITION_TIME,
     DEFAULT_TASK_TRANSITION_TIME,
@@ -100,6 +101,8 @@ class PrioritizedController:
             None: position and velocity limits are not enforced.
         contact_transition_time: load transfer of a contact switch (s).
         task_transition_time: fade of a task switched on or off (s).
+        sole_size: (length, width) of every surface contact's sole, centred on its frame (m):
+            its centre of pressure stays inside (`centre_of_pressure`); None: unconstrained.
     """
 
     def __init__(
@@ -114,6 +117,7 @@ class PrioritizedController:
         joint_limits: JointLimits | None = None,
         contact_transition_time: float = DEFAULT_CONTACT_TRANSITION_TIME,
         task_transition_time: float = DEFAULT_TASK_TRANSITION_TIME,
+        sole_size: npt.ArrayLike | None = None,
     ) -> None:
         if robot.floating_base and not contacts:
             raise ModelError(
@@ -127,6 +131,7 @@ class PrioritizedController:
         self.entries = tuple(entries)
         self.singular_value_threshold = validate_threshold(singular_value_threshold)
         self.friction_coefficient = _validated_friction(friction_coefficient)
+        self._sole_half_size = _validated_sole(sole_size)
         self.stacks = Stacks(
             robot, self.entries, contacts, (contact_transition_time, task_transition_time)
         )
@@ -188,7 +193,9 @@ class PrioritizedController:
         self._use_weights(stack.key)
         self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
         if stack.key not in self._per_stack:
-            self._per_stack[stack.key] = _StackTerms(self.robot, stack, self.friction_coefficient)
+            self._per_stack[stack.key] = _StackTerms(
+                self.robot, stack, self.friction_coefficient, self._sole_half_size
+            )
         self._terms = self._per_stack[stack.key]
         # Each tick every task writes its rows of the stacked arrays, then the targets are set.
         self._writers = [writer for level in stack.levels for writer in level.writers]
@@ -384,7 +391,13 @@ class _Forces:
 class _StackTerms:
     """What a stack's tick needs besides the rows: buffers and constant constraint structure."""
 
-    def __init__(self, robot: RobotModel, stack: Stack, friction_coefficient: float) -> None:
+    def __init__(
+        self,
+        robot: RobotModel,
+        stack: Stack,
+        friction_coefficient: float,
+        sole_half_size: np.ndarray | None,
+    ) -> None:
         self.robot = robot
         levels = stack.levels
         self.contact_buffers = constraint_buffers(stack.contacts, robot.nv)
@@ -404,6 +417,11 @@ class _StackTerms:
         ]
         self._actuated = np.asarray(robot.indices.v, dtype=np.int64)
         self._loads = _LoadShares(stack.contacts) if self.force_count else None
+        soles = self.force_count and sole_half_size is not None
+        self._contacts = stack.contacts
+        self._sole_half_size = sole_half_size if soles else None
+        self._friction_coefficient = friction_coefficient
+        self._contact_frames = [robot.frame_id(contact.frame) for contact in stack.contacts]
         sizes = [size for level in levels for e in level.entries for size in e.task.row_groups()]
         self._group_sizes = np.asarray(sizes, dtype=np.int64)
         self._group_starts = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
@@ -453,6 +471,17 @@ class _StackTerms:
             metric[nv:, nv:] = np.diag(force_scale / shares)
         return metric
 
+    def _centre_of_pressure(self, state: RobotState, nv: int, nx: int):
+        """The soles' centre-of-pressure rows C f ≤ 0 at this tick's foot rotations."""
+        rotations = [state.frame_placement(frame).rotation for frame in self._contact_frames]
+        rows = centre_of_pressure_rows(
+            self._contacts, rotations, self._sole_half_size, self._friction_coefficient
+        )
+        block = np.zeros((rows.shape[0], nx))
+        block[:, nv:] = rows
+        zeros = np.zeros(rows.shape[0])
+        return block, np.full(zeros.shape, -np.inf), zeros, False
+
     def remember(self, forces: np.ndarray) -> None:
         """The tick's contact forces, whose normal loads weigh the next tick's friction."""
         if self._loads is not None:
@@ -495,6 +524,8 @@ class _StackTerms:
                 friction[:, nv:] = self.friction
                 zeros = np.zeros(self.friction.shape[0])
                 blocks.append((friction, np.full(zeros.shape, -np.inf), zeros, False))
+            if self._sole_half_size is not None:
+                blocks.append(self._centre_of_pressure(state, nv, nx))
         if bounds is not None:
             limited = np.isfinite(bounds[0]) | np.isfinite(bounds[1])
             joint_rows = np.zeros((int(limited.sum()), nx))
@@ -571,6 +602,16 @@ def _mobility_inverse(state: RobotState) -> np.ndarray:
         mass = state.mass_matrix
         shift = MASSLESS_REGULARISATION * float(np.abs(np.diag(mass)).max(initial=1.0))
         return np.linalg.inv(mass + shift * np.eye(mass.shape[0]))
+
+
+def _validated_sole(size: npt.ArrayLike | None) -> np.ndarray | None:
+    """(X, Y), half the sole's length and width, from (length, width); None stays None."""
+    if size is None:
+        return None
+    values = np.asarray(size, dtype=float)
+    if values.shape != (2,) or not (np.isfinite(values).all() and (values > 0.0).all()):
+        raise InvalidValue(f'sole size must be (length, width) > 0 in m, got {values.tolist()}')
+    return 0.5 * values
 
 
 def _validated_friction(value: float) -> float:

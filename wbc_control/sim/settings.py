@@ -93,6 +93,7 @@ def _mujoco_options(
         keep_visual=bool(values['viewer']),
         urdf_joint_dynamics=bool(values['urdf_joint_dynamics']),
         box_collision_links=tuple(_strings(values['box_collision_links'])),
+        ground_friction=_non_negative('ground_friction', values['ground_friction']),
     )
 
 

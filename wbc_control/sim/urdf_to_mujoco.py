@@ -85,6 +85,8 @@ class MujocoOptions:
         keep_visual: keep loadable visual meshes (for the viewer); they never collide.
         urdf_joint_dynamics: keep URDF joint damping and friction (off: dynamics match Pinocchio).
         box_collision_links: links whose collision meshes become their bounding box (flat feet).
+        ground_friction: the sliding friction coefficient of the ground and of every robot
+            geometry (MuJoCo takes the larger of two touching geoms'; 1 is its default).
     """
 
     floating_base: bool = False
@@ -95,11 +97,16 @@ class MujocoOptions:
     keep_visual: bool = False
     urdf_joint_dynamics: bool = False
     box_collision_links: tuple[str, ...] = ()
+    ground_friction: float = 1.0
 
     def __post_init__(self) -> None:
         gravity = np.asarray(self.gravity_m_s2, dtype=float)
         if gravity.shape != (3,) or not np.isfinite(gravity).all():
             raise InvalidValue(f'gravity needs 3 finite values, got {self.gravity_m_s2!r}')
+        if not (np.isfinite(self.ground_friction) and self.ground_friction >= 0.0):
+            raise InvalidValue(
+                f'ground_friction must be a finite number >= 0, got {self.ground_friction!r}'
+            )
         if not (np.isfinite(self.timestep_s) and self.timestep_s > 0.0):
             raise InvalidValue(
                 f'timestep must be a positive number of seconds, got {self.timestep_s!r}'
@@ -367,4 +374,6 @@ def _configure_spec(spec: mujoco.MjSpec, root_link: str, options: MujocoOptions)
             conaffinity=1,
             rgba=[0.6, 0.6, 0.6, 1.0],
         )
+        for geom in spec.geoms:  # the ground's and the robot's: MuJoCo uses the larger
+            geom.friction[0] = options.ground_friction
         spec.worldbody.add_light(pos=[0.0, 0.0, 5.0], dir=[0.0, 0.0, -1.0])
