@@ -36,6 +36,8 @@ pytestmark = pytest.mark.slow
 
 
 class Stepped(NamedTuple):
+    """What a stepped run did."""
+
     slip: float  # the largest horizontal displacement of a foot since the step (m)
     ratio: float  # the largest friction ratio of a loaded contact the controller reported
     residual: float  # the stepped task's level's largest residual after the step
