@@ -106,6 +106,7 @@ def solve_cascade(
     metric: np.ndarray,
     reference: np.ndarray,
     band: float,
+    reweigh=None,
 ) -> CascadeResult:
     """X of the module docstring: one QP per level, then the least energy and forces if free.
 
@@ -121,6 +122,8 @@ def solve_cascade(
         metric: H₀ `(nx, nx)`, positive definite: the last tie-break (the inertia for q̈).
         reference: q̈_ref `(nv,)`.
         band: ε, `singular_value_threshold`.
+        reweigh: given the forces of the first force stage, the diagonal of the force block of
+            H₀ for a second one (the load-proportional friction of the controller); None: one.
     """
     nx, nv = metric.shape[0], reference.shape[0]
     equal = hard.equality
@@ -167,28 +170,40 @@ def solve_cascade(
     # forces over those that change the forces alone (internal forces): lexicographic, so the
     # force norm biases no joint acceleration.
     moving, still = _moving_and_still(basis[:nv])
-    for stage, directions in (('energy', moving), ('forces', still)):
-        if not directions.shape[1]:
-            continue
-        restricted = basis.dot(directions)
-        part = np.zeros((nx, nx))
-        block = slice(0, nv) if stage == 'energy' else slice(nv, nx)
-        part[block, block] = metric[block, block]
-        hessian = restricted.T.dot(part).dot(restricted)
-        if not _positive_definite(hessian):
-            return CascadeResult(
-                None,
-                'the inertia is singular in a direction nothing fixes (a massless link that '
-                'no contact holds?)',
-                weights,
-            )
-        gradient = restricted.T.dot(part).dot(point)
-        unbounded = -np.linalg.solve(hessian, gradient)
-        step, status = _solve(hessian, gradient, inequality, point, restricted, unbounded)
-        if step is None:
+    point, status = _least(metric, slice(0, nv), basis.dot(moving), inequality, point)
+    if point is None:
+        return CascadeResult(None, status, weights)
+    if nx > nv and still.shape[1]:
+        internal = basis.dot(still)
+        start = point
+        point, status = _least(metric, slice(nv, nx), internal, inequality, start)
+        if point is not None and reweigh is not None:  # weights from this tick's own forces
+            weighted = metric.copy()
+            weighted[nv:, nv:] = np.diag(reweigh(point[nv:]))
+            point, status = _least(weighted, slice(nv, nx), internal, inequality, start)
+        if point is None:
             return CascadeResult(None, status, weights)
-        point = point + restricted.dot(step)
     return CascadeResult(point, '', weights)
+
+
+def _least(metric, block: slice, directions, inequality, point):
+    """(x, status): x = x₀ + Z z minimising the `block` part of xᵀ H₀ x over z, or (None, why)."""
+    if not directions.shape[1]:
+        return point, ''
+    part = np.zeros(metric.shape)
+    part[block, block] = metric[block, block]
+    hessian = directions.T.dot(part).dot(directions)
+    if not _positive_definite(hessian):
+        return None, (
+            'the inertia is singular in a direction nothing fixes (a massless link that no '
+            'contact holds?)'
+        )
+    gradient = directions.T.dot(part).dot(point)
+    unbounded = -np.linalg.solve(hessian, gradient)
+    step, status = _solve(hessian, gradient, inequality, point, directions, unbounded)
+    if step is None:
+        return None, status
+    return point + directions.dot(step), ''
 
 
 def _positive_definite(matrix: np.ndarray) -> bool:

@@ -42,6 +42,10 @@ PULL_TOLERANCE = 1e-6
 #: Arm (m) at which contact moments are weighed against forces in the force distribution:
 #: a fraction of a sole's half-width, so that a lightly loaded sole gets no large moment.
 MOMENT_ARM_M = 0.02
+#: Relative excess of the friction ratio over μ that is rounding, not a force outside the
+#: cone: the inscribed pyramid's corners reach μ exactly, and the solver's solution reaches
+#: them to its tolerance.
+CONE_TOLERANCE = 1e-9
 
 #: Largest κ₂(A_b A_bᵀ) bound for which the contact forces come from the normal equations
 #: (rounding grows with it: about 1e-8 relative at the bound); above it, `lstsq`.
@@ -292,7 +296,7 @@ def contact_force_reports(
                 normal,
                 ratio,
                 checks_friction and normal < -PULL_TOLERANCE,
-                checks_friction and ratio > friction_coefficient,
+                checks_friction and ratio > friction_coefficient * (1.0 + CONE_TOLERANCE),
             )
         )
     return tuple(reports)

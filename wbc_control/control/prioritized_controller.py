@@ -322,9 +322,10 @@ class PrioritizedController:
                 LevelRows(scale[:, None] * rows.jacobian[level], scale * target[level], rank)
             )
         metric = terms.metric(state, self._force_scale, self._row_shares)
+        reweigh = terms.reweigh(self._force_scale, self._row_shares)
         hard, joint_rows = terms.hard_constraints(state, constraint, bounds, window)
         reference, band = terms.reference(rows, state), self.singular_value_threshold
-        result = solve_cascade(levels, hard, metric, reference, band)
+        result = solve_cascade(levels, hard, metric, reference, band, reweigh)
         if result.solution is not None:
             return result
         if bounds is not None:
@@ -334,7 +335,9 @@ class PrioritizedController:
             if softened.solution is not None:
                 return softened._replace(status=f'{result.status}; joint limits softened')
         every = np.ones(hard.lower.shape[0], dtype=bool)
-        relaxed = solve_cascade(levels, hard._replace(soft=every), metric, reference, band)
+        relaxed = solve_cascade(
+            levels, hard._replace(soft=every), metric, reference, band, reweigh
+        )
         return relaxed._replace(status=f'{result.status}; every inequality softened')
 
     def _at_range(self, torque: np.ndarray, window) -> tuple[np.ndarray, np.ndarray]:
@@ -368,7 +371,6 @@ class PrioritizedController:
             base_nv = self.robot.base_nv
             if base_nv:
                 values = solution[self.robot.nv :]
-                self._terms.remember(values)
                 base = constraint[:, :base_nv].T.dot(values) - generalized_force[:base_nv]
                 forces = _Forces(values, float(np.sqrt(base.dot(base))))
             else:
@@ -466,8 +468,7 @@ class _StackTerms:
         metric = np.zeros((nv + count, nv + count))
         metric[:nv, :nv] = state.mass_matrix
         if count:
-            shares = row_shares * self._loads.tangential_factors()
-            shares = np.maximum(shares, 1e-6 * max(float(shares.max()), 1e-300))
+            shares = np.maximum(row_shares, 1e-6 * max(float(row_shares.max()), 1e-300))
             metric[nv:, nv:] = np.diag(force_scale / shares)
         return metric
 
@@ -482,10 +483,16 @@ class _StackTerms:
         zeros = np.zeros(rows.shape[0])
         return block, np.full(zeros.shape, -np.inf), zeros, False
 
-    def remember(self, forces: np.ndarray) -> None:
-        """The tick's contact forces, whose normal loads weigh the next tick's friction."""
-        if self._loads is not None:
-            self._loads.remember(forces)
+    def reweigh(self, force_scale: float, row_shares: np.ndarray):
+        """The cascade's second force stage: its weights from the first stage's forces."""
+        if self._loads is None:
+            return None
+
+        def weights(forces: np.ndarray) -> np.ndarray:
+            shares = row_shares * self._loads.factors(forces)
+            return force_scale / np.maximum(shares, 1e-6 * max(float(shares.max()), 1e-300))
+
+        return weights
 
     def hard_constraints(self, state, constraint, bounds, window):
         """`cascade.HardConstraints` at this tick, and which of its rows are joint bounds."""
@@ -555,9 +562,10 @@ class _LoadShares:
     between the contacts, whatever each carries: a sole that is being unloaded would take half
     of it at a tenth of the load, at the edge of its friction cone (it slips) or with its centre
     of pressure m / f_n far outside the sole (it rolls). Weighting a contact's horizontal and
-    moment rows by its normal force over the largest one (the previous tick's, at least
-    `MIN_TANGENTIAL_SHARE`) spreads them in proportion to the load: towards equal friction
-    ratios ‖f_t‖ / f_n and centres of pressure that stay where the load is.
+    moment rows by its normal force over the largest one (at least `MIN_TANGENTIAL_SHARE`),
+    the normal forces of a first force stage of the same tick, spreads them in proportion to
+    the load: towards equal friction ratios ‖f_t‖ / f_n and centres of pressure that stay
+    where the load is.
     """
 
     def __init__(self, contacts: Sequence[Contact]) -> None:
@@ -574,19 +582,15 @@ class _LoadShares:
             angular = np.abs(contact.rows[:, 3:]).sum(axis=1) > 0.0
             self._tangential[rows] = angular | (np.abs(linear[:, 2]) < 1e-12)
             start += contact.dim
-        self._factors = np.ones(size)
 
-    def remember(self, forces: np.ndarray) -> None:
+    def factors(self, forces: np.ndarray) -> np.ndarray:
+        """Per force row: its contact's load share for friction and moment rows, else 1."""
         normals = self._normal.dot(forces)
         largest = float(normals.max(initial=0.0))
         if not (np.isfinite(largest) and largest > 0.0):
-            self._factors[:] = 1.0
-            return
+            return np.ones(self._owner.shape[0])
         loads = np.clip(normals / largest, MIN_TANGENTIAL_SHARE, 1.0)
-        np.copyto(self._factors, np.where(self._tangential, loads[self._owner], 1.0))
-
-    def tangential_factors(self) -> np.ndarray:
-        return self._factors
+        return np.where(self._tangential, loads[self._owner], 1.0)
 
 
 def _mobility_inverse(state: RobotState) -> np.ndarray:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wbc_control.control.contacts import Contact, contact_jacobian
+from wbc_control.control.contacts import CONE_TOLERANCE, Contact, contact_jacobian
 from wbc_control.demo.legged import LeggedScenario, path
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -149,7 +149,7 @@ def summarize_legged(scenario: LeggedScenario, robot: RobotModel, record: Legged
         'friction_coefficient': mu,
         'friction_ratio_max': float(ratios.max()) if ratios.size else None,
         'normal_force_min_n': float(normals.min()) if normals.size else None,
-        'outside_friction_cone_samples': int((ratios > mu).sum()),
+        'outside_friction_cone_samples': int((ratios > mu * (1.0 + CONE_TOLERANCE)).sum()),
         'pulling_samples': int((normals < -UNLOADED_N).sum()),
         'unloaded_threshold_n': UNLOADED_N,
         'torque_limit_ratio_max': float((np.abs(commanded) / limits).max()),
