@@ -5,8 +5,8 @@ target and its current value (a pose, a point, the line or plane of a line or pl
 the centre of mass), each contact's force with its friction ratio, and each priority level's
 residual: how far the acceleration the level achieved falls short of the one it asked for,
 ‖ẍ* − (J q̈ + J̇v)‖ over its rows. A level *gave way to a constraint* when it has a residual
-while a constraint acted on the tick (joints held at the joint-limit wall, the tasks scaled to
-fit the joint or effort limits, or joints at their torque limit); a residual without one is
+while a constraint acted on the tick (joints held at a joint bound, or torques at the edge of
+their effort or rate range); a residual without one is
 the strict priority of a higher level or a singularity, not a constraint.
 
 Built by :func:`snapshot` from a :class:`~wbc_control.control.controller_loop.ControllerLoop`
@@ -153,8 +153,8 @@ def contact_view(report, contact, state: RobotState, friction_coefficient: float
 
 def level_views(result: ControllerResult) -> tuple[LevelView, ...]:
     """Each level's residual, and whether it gave way to a constraint (module docstring)."""
-    constrained = (
-        result.task_scale < 1.0 or len(result.joints_at_limit) > 0 or bool(result.saturated.any())
+    constrained = len(result.joints_at_limit) > 0 or bool(
+        result.saturated.any() | result.rate_limited.any()
     )
     by_name = {report.name: report for report in result.tasks}
     views = []
