@@ -127,22 +127,26 @@ def assert_torques(watch: LaunchWatch, joints: int) -> None:
 def assert_where_configured(watch: LaunchWatch, pose: np.ndarray, moved: tuple[str, ...] = ()):
     """After SETTLED_SIM_S of simulated time every joint but `moved` is at `pose`.
 
-    Nothing was rejected as implausible and no joint was held at its limit on the way.
+    Nothing was rejected as implausible; no joint but `moved` was held at a joint-limit bound on
+    the way (a moved joint may approach a wall at the speed its viability bound allows), and
+    none is once settled.
     """
     watch.wait_for(
         lambda: watch.states and stamp_s(watch.states[-1]) >= SETTLED_SIM_S,
         SETTLED_WAIT_S,
         f'{SETTLED_SIM_S} s of simulated time',
     )
-    watch.probe.spin_until(lambda: len(watch.statuses) >= 3, 5.0)  # the latest counts
+    settled = len(watch.statuses)
+    watch.wait_for(lambda: len(watch.statuses) >= settled + 3, 30.0, 'three statuses settled')
     last = watch.states[-1]
     positions = np.array(last.position)
     off = np.abs(positions - pose) > POSE_TOLERANCE
     away = {name: round(float(q), 3) for name, q, o in zip(last.name, positions, off) if o}
     away = {name: q for name, q in away.items() if name not in moved}
     assert not away, f'{away} at {stamp_s(last):.3f} s, configured {pose.round(3)}'
-    for status in watch.statuses:
-        assert not status.get('joints_at_limit'), status
+    for index, status in enumerate(watch.statuses):
+        held = set(filter(None, status.get('joints_at_limit', '').split(',')))
+        assert not (held if index >= settled else held - set(moved)), status
         assert not any(key.startswith(f'rejected.{k}') for key in status for k in IMPLAUSIBLE)
     assert 'velocity_limit' not in watch.run.output()
     assert 'position_limit' not in watch.run.output()
