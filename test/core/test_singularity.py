@@ -21,6 +21,8 @@ PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
 ARMS = {
     'panda': ('panda_hand', [0.0, 0.0, 0.0, -1.0, 0.0, 1.5, 0.7, 0.02, 0.02], 3, (-1.0, -0.1)),
     'ur5': ('tool0', [0.0, -1.2, 0.0, 0.3, 1.2, 0.0], 2, (-0.5, 0.5)),
+    # The wrist: wrist 1 and wrist 3 align where wrist 2 (joint 4) crosses 0.
+    'ur5_wrist': ('tool0', [0.3, -1.2, 1.0, -0.5, 0.0, 0.4], 4, (-0.5, 0.5)),
     'talos_left_arm': (
         'gripper_left_base_link',
         [0.3, 0.3, -0.5, 0.3, 0.2, 0.2, 0.0],
@@ -32,6 +34,11 @@ STEP = 1e-3
 HALF_WIDTH = 0.35
 
 
+def arm(name: str):
+    """The robot of the sweep `name` (a robot, or a robot and the joint group that goes singular)."""
+    return robot(name.removesuffix('_wrist'))
+
+
 def unlimited(model, entries, **kwargs):
     return PrioritizedController(
         model, entries, effort_limits=np.full(model.n_actuated, np.inf), **kwargs
@@ -40,7 +47,7 @@ def unlimited(model, entries, **kwargs):
 
 def singular_joint_value(name: str) -> float:
     """Where the hand's 6-D Jacobian is closest to losing rank (1e-5 rad grid refinement)."""
-    model = robot(name)
+    model = arm(name)
     frame, q0, joint, (low, high) = ARMS[name]
     state, frame_id = RobotState(model), model.model.getFrameId(frame)
     q = np.array(q0, dtype=float)
@@ -60,7 +67,7 @@ def singular_joint_value(name: str) -> float:
 
 def sweep(name: str, extra_entries=()):
     """Task torques τ − h `(k, n)`, each level's lost directions `(k, levels)`, offsets `(k,)`."""
-    model = robot(name)
+    model = arm(name)
     frame, q0, joint, _ = ARMS[name]
     centre = singular_joint_value(name)
     state, frame_id = RobotState(model), model.model.getFrameId(frame)
