@@ -4,14 +4,12 @@ The loop is built from parameters as `wbc_controller` builds it (`parse_controll
 `parse_tasks`, `parse_contacts`, `build_loop`, default settings: the joint-limit level on), with
 generic tasks a user would write for an example-robot-data robot: for an arm the last body
 frame 5 cm up over a posture; for a quadruped the base held level where it starts over the
-SRDF's standing posture, on point feet (the body frames named *foot*). The simulator is built
-from the same URDF (`build_mujoco_robot`; several of these URDFs carry inertia tensors MuJoCo
-refuses, which it replaces) and the base is lowered until its feet touch the ground.
-
-MuJoCo refused Go1, B1, ANYmal C and HyQ before the simulator replaced such tensors (83d5aa4,
-d1908ba); lowered by bounding boxes and 1 mm up (before 18ff180, 353e7d0) HyQ started 13 mm
-up and fell, and the other quadrupeds landed with command steps of 6 to 60 N m. B1-Z1's
-gripper frame shares its name with a joint, which Pinocchio refused by name.
+SRDF's standing posture, on point feet (the body frames named *foot*); for the Unitree G1
+humanoid the centre of mass over its soles and the pelvis upright over a posture, dropped from
+1 mm onto the ground. The simulator is built from the same URDF (`build_mujoco_robot`; several
+of these URDFs carry inertia tensors MuJoCo refuses, which it replaces) and the base is lowered
+until its feet touch the ground. B1-Z1's gripper frame shares its name with a joint, which
+Pinocchio refuses by name.
 """
 
 from pathlib import Path
@@ -74,8 +72,10 @@ QUADRUPEDS = {
 }
 
 
-def build(entry: Robot, floating_base: bool) -> tuple[RobotModel, MujocoSimulation, np.ndarray]:
-    """The model, its simulation at the start pose (lowered onto the ground) and that pose."""
+def build(
+    entry: Robot, floating_base: bool, clearance_m: float = 0.0
+) -> tuple[RobotModel, MujocoSimulation, np.ndarray]:
+    """The model, its simulation at the start pose (`clearance_m` above the ground), the pose."""
     simulation = simulation_of(
         robots_directory() / entry.urdf, floating_base, ground_plane=floating_base
     )
@@ -87,7 +87,7 @@ def build(entry: Robot, floating_base: bool) -> tuple[RobotModel, MujocoSimulati
     positions = robot.joint_positions(q) if entry.start is None else np.array(entry.start)
     simulation.reset(positions)
     if floating_base:
-        simulation.place_on_ground()
+        simulation.place_on_ground(clearance_m)
     return robot, simulation, positions
 
 
@@ -155,6 +155,59 @@ def test_a_quadruped_stands_on_its_point_feet(name: str) -> None:
     tilt = np.degrees(2.0 * np.arcsin(min(1.0, np.linalg.norm(end[3:5]))))
     assert tilt < 2.0, f'base tilted {tilt:.2f} deg'
     check_commands(commands, robot.effort_limits, 0.1)
+
+
+#: Unitree G1 (29 joints) standing with slightly bent legs and the elbows bent; no SRDF ships.
+G1 = Robot(
+    'g1_description/urdf/g1_29dof_rev_1_0.urdf',
+    start=(
+        *(-0.1, 0.0, 0.0, 0.3, -0.2, 0.0) * 2,  # hip pitch, roll, yaw, knee, ankle pitch, roll
+        0.0, 0.0, 0.0,  # waist yaw, roll, pitch
+        0.0, 0.2, 0.0, 0.9, 0.0, 0.0, 0.0,  # left shoulder pitch, roll, yaw, elbow, wrist
+        0.0, -0.2, 0.0, 0.9, 0.0, 0.0, 0.0,  # right
+    ),
+)
+G1_SOLES = ('left_ankle_roll_link', 'right_ankle_roll_link')
+
+
+def test_a_humanoid_stands_with_joint_limits_on_after_a_1_mm_drop() -> None:
+    """The G1 lands on its soles (surface contacts) with the joint-limit level on and stands.
+
+    Landing, the contact rows ask the joints to absorb the impact and their viability bounds
+    hold them: the command saturates for a few ticks and steps by up to 0.42 of the largest
+    effort limit (1.6 N m with joint_limits false); a 3 mm drop goes unstable (docs/safety.md).
+    """
+    robot, simulation, positions = build(G1, floating_base=True, clearance_m=1e-3)
+    state = RobotState(robot)
+    state.update(robot.configuration(positions, simulation.base_pose()), np.zeros(robot.nv))
+    middle = sum(state.frame_placement(robot.frame_id(sole)).translation for sole in G1_SOLES) / 2
+    parameters = {
+        'floating_base': True,
+        'joint_limits': True,
+        'contacts': list(G1_SOLES),
+        'contact_types': ['surface'] * 2,
+        'task_names': ['com', 'pelvis', 'posture'],
+        'tasks': {
+            'com': {'type': 'com', 'kp': 100.0, 'target': [*middle[:2], float(state.com[2])]},
+            'pelvis': {
+                'type': 'frame_orientation', 'frame': 'pelvis', 'priority': 1, 'kp': 100.0,
+                'target': [0.0, 0.0, 0.0, 1.0],
+            },
+            'posture': {
+                'type': 'joint_posture', 'priority': 2, 'kp': 10.0, 'target': list(positions),
+            },
+        },
+    }  # fmt: skip
+    start = simulation.base_pose()
+    commands = run(simulation, loop_of(robot, parameters))
+    end = simulation.base_pose()
+    assert abs(end[2] - start[2]) < 2e-3, f'base height {start[2]:.4f} -> {end[2]:.4f} m'
+    tilt = np.degrees(2.0 * np.arcsin(min(1.0, np.linalg.norm(end[3:5]))))
+    assert tilt < 0.5, f'base tilted {tilt:.2f} deg'
+    assert np.abs(simulation.joint_velocities()).max() < 0.05
+    check_commands(commands, robot.effort_limits, 0.45)
+    # The landing is over within 0.1 s: then no step above 2 % of the largest limit.
+    check_commands(commands[50:], robot.effort_limits, 0.02)
 
 
 def test_a_legged_manipulator_reaches_with_its_arm_while_standing() -> None:
