@@ -9,7 +9,7 @@ neutral configuration), once per target: the task's target position is replaced 
 its configured orientation). Prints per target, over the second half of the run: the largest
 joint speed (mean and maximum over the ticks), the share of ticks with a command within 5 % of
 its effort limit, and the task frame's distance to the target (smallest, and at the end). A
-target in reach ends at rest on it; docs/safety.md ("Targets out of reach") has what targets out
+target in reach ends at rest on it; docs/safety.md ("Measured behaviour") has what targets out
 of reach do.
 """
 
