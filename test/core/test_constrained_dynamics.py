@@ -7,14 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
 import numpy.testing as npt
-import pytest
-
-from wbc_control.control.constrained_dynamics import (
+from oracles.constrained_dynamics import (
     DaggerTerms,
     constrained_accelerations,
     constraint_null_space_projector,
     dagger_terms,
 )
+import pytest
+
 from wbc_control.exceptions import InvalidShape, InvalidValue, SingularConstraint
 
 METHODS = ('schur', 'block_lu')

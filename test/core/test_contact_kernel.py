@@ -10,11 +10,11 @@ through as NaN forces rather than decline.
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
+from oracles.constrained_dynamics import SCHUR_MIN_RCOND, dagger_terms, schur_terms
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.constrained_dynamics import SCHUR_MIN_RCOND, dagger_terms
-from wbc_control.control.contact_kernel import base_forces, schur_terms
+from wbc_control.control.contact_kernel import base_forces
 from wbc_control.control.contacts import (
     NORMAL_EQUATIONS_MAX_CONDITION,
     Contact,

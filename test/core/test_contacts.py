@@ -3,10 +3,10 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
+from oracles.constrained_dynamics import dagger_terms
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.constrained_dynamics import dagger_terms
 from wbc_control.control.contacts import (
     MOMENT_ARM_M,
     Contact,

@@ -12,10 +12,10 @@ systems and on Talos standing on both feet.
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
+from oracles.constrained_dynamics import dagger_terms, schur_dagger_terms
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.constrained_dynamics import dagger_terms, schur_dagger_terms
 from wbc_control.control.contacts import Contact, contact_jacobian
 
 seeds = st.integers(0, 2**31 - 1)

@@ -35,7 +35,7 @@ HALF_WIDTH = 0.35
 
 
 def arm(name: str):
-    """The robot of the sweep `name` (a robot, or a robot and the joint group that goes singular)."""
+    """The robot of the sweep `name`: a robot, or a robot and `_wrist`."""
     return robot(name.removesuffix('_wrist'))
 
 

@@ -162,9 +162,23 @@ G1 = Robot(
     'g1_description/urdf/g1_29dof_rev_1_0.urdf',
     start=(
         *(-0.1, 0.0, 0.0, 0.3, -0.2, 0.0) * 2,  # hip pitch, roll, yaw, knee, ankle pitch, roll
-        0.0, 0.0, 0.0,  # waist yaw, roll, pitch
-        0.0, 0.2, 0.0, 0.9, 0.0, 0.0, 0.0,  # left shoulder pitch, roll, yaw, elbow, wrist
-        0.0, -0.2, 0.0, 0.9, 0.0, 0.0, 0.0,  # right
+        0.0,
+        0.0,
+        0.0,  # waist yaw, roll, pitch
+        0.0,
+        0.2,
+        0.0,
+        0.9,
+        0.0,
+        0.0,
+        0.0,  # left shoulder pitch, roll, yaw, elbow, wrist
+        0.0,
+        -0.2,
+        0.0,
+        0.9,
+        0.0,
+        0.0,
+        0.0,  # right
     ),
 )
 G1_SOLES = ('left_ankle_roll_link', 'right_ankle_roll_link')

@@ -1,20 +1,16 @@
-"""The contact path's per-tick algebra as compiled calls (numba).
+"""The contact forces that balance the base rows, as one compiled call (numba).
 
-`schur_terms` forms M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7) from the
-tick's M⁻¹, `base_forces` the contact forces that balance the base rows by the weighted normal
-equations (Golub & Van Loan 2013, sec 5.6). Each declines, and the caller takes its numpy path
-(the block matrix, `lstsq`), where the factorisation would lose digits: when a matrix is not
-positive definite or its condition bound κ₂(S) ≤ tr(S) tr(S⁻¹) is too large. In numpy each
-was about fifteen operations of 1-3 µs on these small matrices; here each is one call.
-
-`constrained_dynamics.schur_dagger_terms` and `contacts.base_contact_forces` call them;
-test/core/test_contact_kernel.py holds them to the block matrix and to `lstsq`. Compiled for
-explicit signatures when imported, from numba's on-disk cache after the first time.
+`base_forces` solves the weighted normal equations (Golub & Van Loan 2013, sec 5.6) by their
+Cholesky factor and declines, the caller then taking `lstsq` (`contacts.base_contact_forces`),
+where the factor would lose digits: when the matrix is not positive definite or its condition
+bound κ₂(S) ≤ tr(S) tr(S⁻¹) is too large. test/core/test_contact_kernel.py holds it to
+`lstsq`. Compiled for explicit signatures when imported, from numba's on-disk cache after the
+first time.
 """
 
 import math
 
-from numba import boolean, float64, int64
+from numba import float64, int64
 import numpy as np
 
 from wbc_control.kernel_cache import kernel
@@ -60,21 +56,6 @@ def _inverse_factor(lower):  # pragma: no cover - runs compiled
 
 
 @kernel()
-def _gram_of_columns(factor):  # pragma: no cover - runs compiled
-    """Yᵀ Y `(n, n)` of a square Y (S⁻¹ from Y = L⁻¹)."""
-    size = factor.shape[0]
-    product = np.empty((size, size))
-    for a in range(size):
-        for b in range(a, size):
-            total = 0.0
-            for k in range(b, size):
-                total += factor[k, a] * factor[k, b]
-            product[a, b] = total
-            product[b, a] = total
-    return product
-
-
-@kernel()
 def _cholesky_solve(lower, rhs):  # pragma: no cover - runs compiled
     """The solution x of L Lᵀ x = rhs: forward, then back substitution."""
     size = lower.shape[0]
@@ -107,51 +88,6 @@ def _trace(matrix):  # pragma: no cover - runs compiled
     for i in range(matrix.shape[0]):
         total += matrix[i, i]
     return total
-
-
-_SCHUR_SIGNATURE = boolean(MATRIX, MATRIX, MATRIX, float64, float64[:, ::1], float64[:, ::1])
-
-
-def _schur_terms(
-    mass, inverse_mass, constraint, min_rcond, m_dagger, a_dagger_t
-):  # pragma: no cover - runs compiled
-    """Write M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7); whether it did.
-
-    With X = M⁻¹Aᵀ and the Delassus matrix D = A M⁻¹ Aᵀ: A†ᵀ = X D⁻¹ (eq 7), M† = M⁻¹ − A†ᵀ Xᵀ
-    (eq 6). Declines (False, the outputs not written) unless M and D are positive definite with
-    tr(S) tr(S⁻¹) ≤ 1 / `min_rcond`, the proof that κ₂(S) is small enough for M⁻¹ and D⁻¹.
-    The outputs are written in place, not returned: an array returned to Python costs a
-    Python-level call (numba's boxing fetches the ndarray type).
-
-    Args:
-        mass: M `(nv, nv)`.
-        inverse_mass: M⁻¹ `(nv, nv)`, the tick's.
-        constraint: A `(m, nv)`.
-        min_rcond: the least reciprocal condition number accepted.
-        m_dagger: written with M† `(nv, nv)`.
-        a_dagger_t: written with A†ᵀ `(nv, m)`.
-    """
-    if not _trace(mass) * _trace(inverse_mass) * min_rcond <= 1.0:
-        return False
-    inverse_mass_at = np.dot(inverse_mass, constraint.T)  # (nv, m) X
-    delassus = np.dot(constraint, inverse_mass_at)  # (m, m) D
-    lower = _cholesky(delassus)
-    if lower is None:
-        return False
-    inverse_factor = _inverse_factor(lower)
-    if not _trace(delassus) * _squared_sum(inverse_factor) * min_rcond <= 1.0:
-        return False
-    inverse_delassus = _gram_of_columns(inverse_factor)  # D⁻¹ = L⁻ᵀ L⁻¹
-    np.dot(inverse_mass_at, inverse_delassus, a_dagger_t)
-    np.dot(a_dagger_t, inverse_mass_at.T, m_dagger)
-    for a in range(m_dagger.shape[0]):
-        for b in range(m_dagger.shape[1]):
-            m_dagger[a, b] = inverse_mass[a, b] - m_dagger[a, b]
-    return True
-
-
-# M from Pinocchio is column-major, M⁻¹ and A row-major: np.dot takes either order.
-schur_terms = kernel(_SCHUR_SIGNATURE, any_layout=True)(_schur_terms)
 
 
 @kernel(

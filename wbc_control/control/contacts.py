@@ -30,9 +30,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy.linalg import get_lapack_funcs
 
-from wbc_control.control.constrained_dynamics import dagger_terms, schur_dagger_terms
 from wbc_control.control.contact_kernel import base_forces
-from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, SingularConstraint
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
@@ -122,20 +121,16 @@ def _unit_axis(frame: str, axis: npt.ArrayLike | None) -> np.ndarray:
 
 
 class ContactBuffers(NamedTuple):
-    """A stack's contact terms, rewritten every tick (`contact_dynamics`)."""
+    """A stack's contact terms, rewritten every tick (`contact_jacobian`)."""
 
     constraint: np.ndarray  # A (m, nv)
     drift: np.ndarray  # Ȧq̇ (m,)
-    m_dagger: np.ndarray  # M† (nv, nv), where the Schur complement applies
-    a_dagger_t: np.ndarray  # A†ᵀ (nv, m), likewise
 
 
 def constraint_buffers(contacts: Sequence[Contact], nv: int) -> ContactBuffers:
     """Uninitialized buffers for the terms of `contacts` (m rows)."""
     size = sum(contact.dim for contact in contacts)
-    return ContactBuffers(
-        np.empty((size, nv)), np.empty(size), np.empty((nv, nv)), np.empty((nv, size))
-    )
+    return ContactBuffers(np.empty((size, nv)), np.empty(size))
 
 
 def contact_jacobian(
@@ -167,35 +162,6 @@ def contact_jacobian(
             drift[rows] = frame_drift[:size]
         start = rows.stop
     return constraint, drift
-
-
-def contact_dynamics(
-    state: RobotState,
-    contacts: Sequence[Contact],
-    out: ContactBuffers | None = None,
-) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
-    """M† (what the task levels see), A, the method and the contacts' own acceleration.
-
-    q̈ = −A†ᵀ Ȧq̇ (Johnson 2024, eq 22) is the mass-weighted least-effort way to keep
-    A q̈ = −Ȧq̇. M† and A† come from the tick's Cholesky factor of M (`schur_dagger_terms`)
-    when M and A M⁻¹ Aᵀ are well conditioned, else from the block matrix (`dagger_terms`),
-    which raises SingularConstraint if [M Aᵀ; A 0] is not invertible (Johnson 2024, eq 32).
-    A, Ȧq̇ and the Schur complement's M†, A†ᵀ go into `out` when given.
-    """
-    constraint, drift = contact_jacobian(state, contacts, out)
-    terms = schur_dagger_terms(state, constraint, None if out is None else out[2:])
-    if terms is None:
-        try:
-            block = dagger_terms(state.mass_matrix, constraint)
-        except SingularConstraint as singular:
-            frames = ', '.join(contact.frame for contact in contacts)
-            raise SingularConstraint(
-                f'contacts {frames} at this configuration: {singular} (docs/floating_base.md, '
-                '"Dependent contacts")'
-            ) from None
-        terms = block.m_dagger, block.a_dagger.T, block.method
-    m_dagger, a_dagger_t, method = terms
-    return m_dagger, constraint, method, -a_dagger_t.dot(drift)
 
 
 class ContactForces(NamedTuple):

@@ -1,4 +1,7 @@
-"""Dagger terms of the constrained-dynamics block matrix.
+"""Dagger terms of the constrained-dynamics block matrix: a reference the tests hold to Johnson.
+
+The controller solves contacts inside its hierarchical least squares (`control.cascade`) and
+calls none of this; tests use it as the independent contact dynamics of the equality case.
 
 Equation numbers are those of A. M. Johnson, "Block Matrix Solutions" (2024 lecture notes).
 Rigid contacts add the velocity constraint A q̇ = 0 to the equations of motion
@@ -26,7 +29,6 @@ import numpy.typing as npt
 from scipy.linalg import LinAlgError, LinAlgWarning, cho_factor, cho_solve, lu_factor, lu_solve
 from scipy.linalg.lapack import get_lapack_funcs
 
-from wbc_control.control.contact_kernel import schur_terms
 from wbc_control.exceptions import InvalidShape, InvalidValue, SingularConstraint
 from wbc_control.model.robot_state import RobotState
 
@@ -356,8 +358,8 @@ def schur_dagger_terms(
         A†ᵀ = X D⁻¹ (eq 7),   M† = M⁻¹ − A†ᵀ Xᵀ (eq 6)
 
     These are the terms `dagger_terms` computes on its 'schur' path; this one reuses the M⁻¹
-    that `RobotState` forms once per tick from its Cholesky factor, and computes the rest in one
-    compiled call (`contact_kernel.schur_terms`). It declines (returns None)
+    that `RobotState` forms once per tick from its Cholesky factor (`schur_terms`). It declines
+    (returns None)
     unless M and D are positive definite and provably well conditioned,
     κ₂ ≤ 1 / `SCHUR_MIN_RCOND`, where forming M⁻¹ keeps enough digits: the caller then uses
     the block matrix. The proof is the bound κ₂(S) ≤ tr(S) tr(S⁻¹) of a symmetric positive
@@ -366,8 +368,7 @@ def schur_dagger_terms(
     Args:
         state: this tick's robot state.
         constraint: A, `(m, nv)`.
-        out: buffers for M† `(nv, nv)` and A†ᵀ `(nv, m)` (`contacts.ContactBuffers`), C-ordered;
-            None: new arrays.
+        out: buffers for M† `(nv, nv)` and A†ᵀ `(nv, m)`, C-ordered; None: new arrays.
 
     Returns:
         `(M†, A†ᵀ, 'schur')`, `(nv, nv)` and `(nv, m)`, or None.
@@ -380,8 +381,29 @@ def schur_dagger_terms(
         nv, rows = inverse_mass.shape[0], constraint.shape[0]
         out = np.empty((nv, nv)), np.empty((nv, rows))
     m_dagger, a_dagger_t = out
-    # X, D, the Cholesky factor of D and both condition bounds in one compiled call.
     done = schur_terms(
         state.mass_matrix, inverse_mass, constraint, SCHUR_MIN_RCOND, m_dagger, a_dagger_t
     )
     return (m_dagger, a_dagger_t, 'schur') if done else None
+
+
+def schur_terms(mass, inverse_mass, constraint, min_rcond, m_dagger, a_dagger_t) -> bool:
+    """Write M† and A†ᵀ by the Schur complement of M (Johnson 2024, eqs 6-7); whether it did.
+
+    With X = M⁻¹Aᵀ and the Delassus matrix D = A M⁻¹ Aᵀ: A†ᵀ = X D⁻¹ (eq 7), M† = M⁻¹ − A†ᵀ Xᵀ
+    (eq 6). Declines (False, the outputs not written) unless M and D are positive definite with
+    tr(S) tr(S⁻¹) ≤ 1 / `min_rcond`, the proof that κ₂(S) is small enough for M⁻¹ and D⁻¹.
+    """
+    if not np.trace(mass) * np.trace(inverse_mass) * min_rcond <= 1.0:
+        return False
+    inverse_mass_at = inverse_mass @ constraint.T  # X
+    delassus = constraint @ inverse_mass_at  # D
+    try:
+        inverse_factor = np.linalg.inv(np.linalg.cholesky(delassus))  # L⁻¹
+    except np.linalg.LinAlgError:
+        return False
+    if not np.trace(delassus) * np.sum(inverse_factor**2) * min_rcond <= 1.0:
+        return False
+    a_dagger_t[:] = inverse_mass_at @ (inverse_factor.T @ inverse_factor)
+    m_dagger[:] = inverse_mass - a_dagger_t @ inverse_mass_at.T
+    return True
