@@ -1,7 +1,9 @@
 """Live parameter changes: validated as one batch first, applied after (all or nothing).
 
 Live are the parameters the schema marks `read_only: false`: the task fields kp, kd, target,
-weight, max_error and active, `contacts`, and the settings of
+weight, max_error and active, `contacts`, `payload.*` (the new payload is
+`LiveUpdate.settings.payload`, which the controller loop ramps in:
+:meth:`~wbc_control.control.controller_loop.ControllerLoop.set_payload`), and the settings of
 :data:`~wbc_control.config.settings.LIVE_SETTINGS`.
 
 The node validates a `ros2 param set` batch in its on-set callback with
@@ -10,9 +12,11 @@ the plan in its post-set callback with :func:`apply_live_update`, which cannot f
 """
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import NamedTuple
 
 from wbc_control.config._coerce import parameter_errors, scalar
+from wbc_control.config.payload import PAYLOAD_PARAMETERS, parse_payload, payload_values
 from wbc_control.config.settings import (
     ControllerSettings,
     parse_live_contacts,
@@ -162,17 +166,22 @@ def plan_live_update(
         InvalidValue, InvalidShape: a value fails validation.
     """
     task_changes = {name: value for name, value in changes.items() if name.startswith('tasks.')}
+    payload_changes = {name: changes[name] for name in PAYLOAD_PARAMETERS if name in changes}
     setting_changes = {
         name: value
         for name, value in changes.items()
-        if name not in task_changes and name != 'contacts'
+        if name not in task_changes and name not in payload_changes and name != 'contacts'
     }
     updates = plan_task_updates(robot, task_specs(controller), task_changes)
     contacts = None
     if 'contacts' in changes:
         known = controller.stacks.known_contacts
         contacts = parse_live_contacts(robot, changes['contacts'], known)
-    return LiveUpdate(update_settings(settings, setting_changes), updates, contacts)
+    settings = update_settings(settings, setting_changes)
+    if payload_changes:
+        payload = parse_payload(robot, payload_values(settings.payload) | payload_changes)
+        settings = replace(settings, payload=payload)
+    return LiveUpdate(settings, updates, contacts)
 
 
 def apply_live_update(controller: PrioritizedController, update: LiveUpdate) -> None:

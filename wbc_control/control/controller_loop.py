@@ -25,6 +25,9 @@ blending the torque whatever the joint-limit level does, since the safe command 
 it), within the effort and rate limits: the stop ends at the first tick whose command is the
 safe command itself (the rate limit can hold it back past `soft_stop_time`), or when the
 watchdog sends the safe command, and from then on nothing is sent.
+
+A payload set at run time (:meth:`ControllerLoop.set_payload`) enters the model the tick
+computes M, h and g with over the same time (:mod:`~wbc_control.control.payload_ramp`).
 """
 
 from collections.abc import Sequence
@@ -36,11 +39,13 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control.control.command_output import CommandOutput
+from wbc_control.control.payload_ramp import PayloadRamp
 from wbc_control.control.prioritized_controller import PrioritizedController
 from wbc_control.control.soft_start import SoftStart, SoftStop
 from wbc_control.control.tick_statistics import TickStatistics
 from wbc_control.exceptions import WbcError
 from wbc_control.inputs.timing import Watchdog
+from wbc_control.model.payload import NO_PAYLOAD, Payload
 from wbc_control.model.robot_state import RobotState
 
 
@@ -79,10 +84,12 @@ class ControllerLoop:
         stale_command: the safe command, 'zero' or 'gravity' (may change at runtime).
         timeout: seconds without a tick before the watchdog sends the safe command.
         soft_start_time: ramp duration (s) from the safe command to the task torque; 0: none.
+            A payload change ramps into the model over the same time.
         wall_timeout: the watchdog's wall-clock limit (s); default `timeout`.
         soft_stop_time: ramp duration (s) from the task torque to the safe command when
             deactivated; 0: the safe command at the next tick.
         active: command from the first state (else from :meth:`activate` on).
+        payload: the payload the model carries from the start.
     """
 
     def __init__(
@@ -95,6 +102,7 @@ class ControllerLoop:
         wall_timeout: float | None = None,
         soft_stop_time: float = 0.0,
         active: bool = True,
+        payload: Payload = NO_PAYLOAD,
     ) -> None:
         robot = controller.robot
         self.controller, self.output = controller, output
@@ -103,6 +111,7 @@ class ControllerLoop:
         self.soft_start = SoftStart(soft_start_time)
         self.soft_stop = SoftStop(soft_stop_time)
         self.mode = Mode.ACTIVE if active else Mode.INACTIVE
+        self.payload = PayloadRamp(robot, soft_start_time, payload)
         self.state = RobotState(robot)
         self.statistics = TickStatistics(robot.n_actuated, time.monotonic())
         self.has_state = self.stale = False
@@ -134,6 +143,7 @@ class ControllerLoop:
         beta = self.soft_stop.fraction(now_s) if stopping else 1.0
         held_back = False  # the rate limit held the command back from what it asked
         try:
+            self.payload.update(now_s)
             robot.configuration(positions, base_pose, out=self._q)
             robot.velocity(velocities, base_twist, out=self._v)
             self.state.update(self._q, self._v)
@@ -239,6 +249,9 @@ class ControllerLoop:
                 self.mode = Mode.STOPPING
                 self.soft_stop.restart()
         return self.mode is Mode.STOPPING
+    def set_payload(self, payload: Payload) -> None:
+        """Carry `payload` from the next tick, ramped in over `soft_start_time`."""
+        self.payload.request(payload)
 
     def restart(self) -> None:
         """The clock or the stamps jumped back: stale until the next good state, then a ramp.
