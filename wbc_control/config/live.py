@@ -1,7 +1,7 @@
 """Live parameter changes: validated as one batch first, applied after (all or nothing).
 
 Live are the parameters the schema marks `read_only: false`: the task fields kp, kd, target,
-weight, max_error and active, `contacts`, `payload.*` (the new payload is
+weight, max_error, active, ki and max_integral, `contacts`, `payload.*` (the new payload is
 `LiveUpdate.settings.payload`, which the controller loop ramps in:
 :meth:`~wbc_control.control.controller_loop.ControllerLoop.set_payload`), and the settings of
 :data:`~wbc_control.config.settings.LIVE_SETTINGS`.
@@ -25,6 +25,7 @@ from wbc_control.config.settings import (
 from wbc_control.config.tasks import (
     LIVE_TASK_FIELDS,
     TaskSpec,
+    parse_integral,
     parse_kd,
     parse_kp,
     parse_target,
@@ -105,7 +106,12 @@ def _task_update(robot: RobotModel, spec: TaskSpec, changes: Mapping[str, object
     if 'weight' in changes:
         with parameter_errors(f'{prefix}.weight'):
             weight = validate_weight(spec.name, scalar(changes['weight'], 'weight'))
-    max_error, active = spec.max_error, spec.active
+    max_error, active, ki, max_integral = spec.max_error, spec.active, spec.ki, spec.max_integral
+    for name in ('ki', 'max_integral'):
+        if name in changes:
+            values = {'ki': ki, 'max_integral': max_integral, name: changes[name]}
+            with parameter_errors(f'{prefix}.{name}'):
+                ki, max_integral = parse_integral(values['ki'], values['max_integral'], size)
     if 'max_error' in changes:
         with parameter_errors(f'{prefix}.max_error'):
             max_error = check_max_error(changes['max_error'])
@@ -125,6 +131,8 @@ def _task_update(robot: RobotModel, spec: TaskSpec, changes: Mapping[str, object
         spec.options,
         max_error,
         active,
+        ki,
+        max_integral,
     )
     return TaskUpdate(new_spec, frozenset(changes))
 
@@ -143,6 +151,8 @@ def apply_task_update(controller: PrioritizedController, update: TaskUpdate) -> 
         task.set_max_error(spec.max_error)
     if 'active' in fields:
         controller.set_active(spec.name, spec.active)
+    if fields & {'ki', 'max_integral'}:
+        task.set_integral_gains(spec.ki, spec.max_integral)
 
 
 class LiveUpdate(NamedTuple):

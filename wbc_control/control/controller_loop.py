@@ -28,6 +28,9 @@ watchdog sends the safe command, and from then on nothing is sent.
 
 A payload set at run time (:meth:`ControllerLoop.set_payload`) enters the model the tick
 computes M, h and g with over the same time (:mod:`~wbc_control.control.payload_ramp`).
+Tasks with integral action add the tick's error to their integral term after the tick, over
+the time since the last one, unless the tick gave way to a constraint or a soft start or stop
+is under way (:mod:`~wbc_control.tasks.integral`).
 """
 
 from collections.abc import Sequence
@@ -40,7 +43,7 @@ import numpy as np
 
 from wbc_control.control.command_output import CommandOutput
 from wbc_control.control.payload_ramp import PayloadRamp
-from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.control.prioritized_controller import ControllerResult, PrioritizedController
 from wbc_control.control.soft_start import SoftStart, SoftStop
 from wbc_control.control.tick_statistics import TickStatistics
 from wbc_control.exceptions import WbcError
@@ -73,6 +76,17 @@ class TickOutcome(NamedTuple):
     def trace(self) -> str:
         """The bug's traceback, else empty: its source lines read when asked, not every tick."""
         return '' if self.bug is None else ''.join(self.bug.format())
+
+
+def _gave_way(result: ControllerResult) -> bool:
+    """Whether the tasks gave way to a constraint this tick, besides the torque limits.
+
+    Tasks scaled down to fit the limits, a switch of tasks or contacts under way: with a
+    saturated or rate-limited torque and a soft start, what freezes every integral term
+    (`wbc_control.tasks.integral`; a joint held at its limit freezes the tasks that move it:
+    `PrioritizedController.integrate`).
+    """
+    return result.task_scale < 1.0 or bool(result.transition.switching)
 
 
 class ControllerLoop:
@@ -134,6 +148,7 @@ class ControllerLoop:
         `wall_s` is the monotonic wall time (default: now). Only while :attr:`commanding`.
         """
         started = time.perf_counter()
+        previous_s = None if self.stale else self.last_state_s
         resumed, self.stale, self.last_state_s = self.stale, False, now_s
         self._watchdog.feed(now_s, time.monotonic() if wall_s is None else wall_s)
         if resumed:
@@ -175,6 +190,10 @@ class ControllerLoop:
             saturated = command.saturated | result.saturated
             rate_limited = command.rate_limited | result.rate_limited
             held_back = bool(command.rate_limited.any())
+            if previous_s is not None and self.controller.integrating:
+                limited = saturated.any() or rate_limited.any() or stopping
+                frozen = limited or _gave_way(result) or self.soft_start.active(now_s)
+                self.controller.integrate(now_s - previous_s, frozen)
         seconds = time.perf_counter() - started
         self.statistics.tick(result, saturated, rate_limited, seconds)
         # Over once the safe command itself went out (a failed tick sends it too).
@@ -249,6 +268,7 @@ class ControllerLoop:
                 self.mode = Mode.STOPPING
                 self.soft_stop.restart()
         return self.mode is Mode.STOPPING
+
     def set_payload(self, payload: Payload) -> None:
         """Carry `payload` from the next tick, ramped in over `soft_start_time`."""
         self.payload.request(payload)

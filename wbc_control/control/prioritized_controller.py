@@ -165,6 +165,7 @@ class PrioritizedController:
         self._torque_affine = not robot.floating_base and robot.n_actuated == robot.nv
         # Per tick: a soft start's α scaling every ẍ*, the command's range (None: ± limits).
         self.task_ramp, self.torque_bounds = 1.0, None
+        self._held: np.ndarray | None = None  # the tick's joints held at their limits
         self._use(self.stacks.current, {})
 
     def task(self, name: str) -> Task:
@@ -193,8 +194,31 @@ class PrioritizedController:
         return self.stacks.active(name)
 
     def set_active(self, name: str, active: bool) -> None:
-        """Switch a task on or off, faded over `task_transition_time` from the next tick."""
+        """Switch a task on or off, faded over `task_transition_time` from the next tick.
+
+        Switched off, a task's integral term is reset (`wbc_control.tasks.integral`).
+        """
         self.stacks.set_active(name, active)
+        if not active:
+            self.task(name).integral.reset()
+
+    @property
+    def integrating(self) -> bool:
+        """Whether a task has integral action (K_i ≠ 0)."""
+        return any(entry.task.integral.enabled for entry in self.entries)
+
+    def integrate(self, dt: float, frozen: bool) -> None:
+        """Add this tick's errors, over `dt` s, to the integral terms of the tasks in force.
+
+        `frozen`: the tick gave way to a constraint (`wbc_control.tasks.integral`); the terms
+        stay as they are. A task that moves a joint the joint-limit level held this tick is
+        frozen too. Call after :meth:`compute`, whose errors and Jacobians it reads.
+        """
+        held = self._held
+        columns = None if held is None else self.robot.indices.v[held]
+        for integral, terms in self._integrals:
+            moves_held = columns is not None and bool(terms.jacobian[:, columns].any())
+            integral.integrate(terms.error, dt, frozen or moves_held)
 
     def set_contacts(self, contacts: Sequence[Contact]) -> None:
         """Release and establish contacts with a load transfer over `contact_transition_time`."""
@@ -212,6 +236,11 @@ class PrioritizedController:
         self._level_count = len(stack.levels)
         # Each tick every task writes its rows of the stacked arrays, then the targets are set.
         self._writers = [writer for level in stack.levels for writer in level.writers]
+        self._integrals = [
+            (entry.task.integral, terms)
+            for level in stack.levels
+            for entry, terms in zip(level.entries, level.terms)
+        ]
         self._rows = stack.rows
         count, joints = len(stack.levels), self.robot.n_actuated
         self._unsolved = np.full((count, 3), np.nan)  # each level's stats row
@@ -276,6 +305,10 @@ class PrioritizedController:
             start = self._zero_acceleration
         for write, buffers in self._writers:
             write(state, buffers)
+        for integral, terms in self._integrals:  # ẍ* += z (`wbc_control.tasks.integral`)
+            if integral.enabled:
+                desired = terms.desired_acceleration
+                np.add(desired, integral.term, out=desired)
         rows, limits = self._rows, self.joint_limits
         target = np.subtract(rows.desired_acceleration, rows.drift, out=rows.target)  # ẍ* − J̇v
         held, scale, ramp, fitted, final = None, 1.0, self.task_ramp, None, None
@@ -325,6 +358,7 @@ class PrioritizedController:
         # J q̈ + J̇v now: the stacked Jacobian and drift are buffers the next tick overwrites.
         achieved = rows.jacobian.dot(acceleration) + rows.drift
         saturated = rate_limited = self._none_limited
+        self._held = None if held is None or not held.any() else held
         if fitted is not None:  # joints the fit holds at the range: reported as limited
             at_range = (torque <= fitted[0] + FIT_EDGE) | (torque >= fitted[1] - FIT_EDGE)
             saturated = at_range & (np.abs(torque) >= self.limiter.effort_limits - FIT_EDGE)
