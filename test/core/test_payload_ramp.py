@@ -10,6 +10,7 @@ from wbc_control.config import build_entries, parse_controller_settings, parse_t
 from wbc_control.config.assembly import build_loop
 from wbc_control.config.live import plan_live_update
 from wbc_control.control.payload_ramp import PayloadRamp
+from wbc_control.exceptions import FrameNotFound
 from wbc_control.model.payload import NO_PAYLOAD, Payload
 from wbc_control.model.robot_model import RobotModel
 
@@ -91,11 +92,35 @@ def test_requesting_the_payload_in_force_starts_no_ramp():
     assert not ramp.ramping
 
 
-def posture_loop(robot: RobotModel, soft_start_time: float, compensates: bool = False):
+def test_a_payload_given_at_start_up_is_in_the_model_from_the_first_tick():
+    robot = panda()
+    parameters = {
+        'payload.frame': HAND,
+        'payload.mass': 2.0,
+        'payload.center_of_mass': list(CENTER),
+    }
+    loop, _ = posture_loop(robot, DURATION_S, parameters=parameters)
+    reference = panda()
+    reference.set_payload_parameters(
+        Payload.create(reference, HAND, 2.0, CENTER).dynamic_parameters(reference)
+    )
+    loop.tick(READY, np.zeros(9), None, None, 0.0)
+    npt.assert_allclose(loop.state.gravity, gravity(reference), atol=1e-9)
+    with pytest.raises(FrameNotFound, match="payload.frame: frame 'gripper'"):
+        parse_controller_settings(robot, {'payload.frame': 'gripper', 'payload.mass': 1.0})
+
+
+def posture_loop(
+    robot: RobotModel,
+    soft_start_time: float,
+    compensates: bool = False,
+    parameters: dict | None = None,
+):
     parameters = {
         'soft_start_time': soft_start_time,
         'robot_compensates_gravity': compensates,
         'joint_limits': False,
+        **(parameters or {}),
     }
     settings = parse_controller_settings(robot, parameters)
     posture = {'type': 'joint_posture', 'kp': 25.0, 'target': READY.tolist()}

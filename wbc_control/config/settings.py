@@ -157,8 +157,10 @@ def parse_controller_settings(
     """Validate the controller-level settings; missing ones take :func:`default_settings`.
 
     Raises:
-        InvalidValue, InvalidShape, JointNotFound: the message starts with the parameter.
+        InvalidValue, InvalidShape, JointNotFound, FrameNotFound: the message starts with the
+            parameter.
     """
+    payload = parse_payload(robot, values)
     given = {k: v for k, v in values.items() if k in _SETTINGS and v is not None}
     for name, value in given.items():
         _SCHEMA[name].check(value)
@@ -190,7 +192,7 @@ def parse_controller_settings(
         robot_compensates_gravity=bool(values['robot_compensates_gravity']),
         joint_limits=bool(values['joint_limits']),
         cpu_dma_latency=int(values['cpu_dma_latency']),
-        payload=parse_payload(robot, values),
+        payload=payload,
         **{name: scalar(values[name], name) for name in _REAL_SETTINGS},
     )
     return update_settings(settings, {name: values[name] for name in LIVE_SETTINGS})
