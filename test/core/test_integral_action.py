@@ -100,6 +100,17 @@ def test_the_soft_start_freezes_the_term_until_it_is_over():
     npt.assert_allclose(term(loop), 10.0 * (READY - OFF) * 6 * DT)
 
 
+def test_a_soft_stop_freezes_the_term():
+    loop, _ = posture_loop(ki=10.0)
+    for tick in range(3):
+        loop.tick(OFF, ZERO, None, None, tick * DT)
+    held = term(loop)
+    assert loop.deactivate()  # the soft stop over soft_stop_time
+    for tick in range(3, 6):
+        loop.tick(OFF, ZERO, None, None, tick * DT)
+    npt.assert_array_equal(term(loop), held)
+
+
 def test_a_saturated_torque_freezes_the_term():
     loop, _ = posture_loop(effort_limit=1.0, ki=10.0)  # far below g(q): saturated
     for tick in range(5):
