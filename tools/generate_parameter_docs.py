@@ -4,23 +4,40 @@ Every parameter a user can set is declared once, in its node's schema; this scri
 schemas into the reference page, one section per schema file, in a stable order: the shared
 schemas that nodes include first, then the nodes, each alphabetically.
 
-    python tools/generate_parameter_docs.py           # rewrite docs/parameters.md
-    python tools/generate_parameter_docs.py --check   # exit 1 when the page is out of date
+A page of docs/ may also show some parameters where it explains them, in a table this script
+writes between two markers, chosen by node and name patterns (fnmatch, `<name>` for a map's
+key):
+
+    <!-- parameters wbc_controller payload.* tasks.<name>.ki -->
+    <!-- end parameters -->
+
+    python tools/generate_parameter_docs.py           # rewrite docs/parameters.md and the tables
+    python tools/generate_parameter_docs.py --check   # exit 1 when a page is out of date
 """
 
 import argparse
 from collections.abc import Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
+import re
 import sys
 
 import yaml
 
-from wbc_control.config.schema import SCHEMA_DIR, ParameterSchema, load_schema, markdown_table
+from wbc_control.config.schema import (
+    SCHEMA_DIR,
+    ParameterMap,
+    ParameterSchema,
+    load_schema,
+    markdown_table,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = REPO / 'docs' / 'parameters.md'
 COMMAND = 'python tools/generate_parameter_docs.py'
 SUFFIX = '_parameters.yaml'
+#: A table of some parameters in a page: node, name patterns, the table, the end marker.
+BLOCK = re.compile(r'(<!-- parameters (\S+) ([^>]*?) -->\n).*?(<!-- end parameters -->)', re.S)
 
 HEADER = f"""# Parameters
 
@@ -80,20 +97,64 @@ def render() -> str:
     return '\n'.join([HEADER, *(section(name) for name in schema_names())])
 
 
+def selected(node: str, patterns: Sequence[str]) -> ParameterSchema:
+    """The parameters of `node` whose names (`<name>` for a map's key) match a pattern."""
+    schema = load_schema(node)
+
+    def wanted(name: str) -> bool:
+        shown = name.replace('{key}', '<name>')
+        return any(fnmatchcase(shown, pattern) for pattern in patterns)
+
+    parameters = {name: spec for name, spec in schema.parameters.items() if wanted(name)}
+    maps = {
+        group: ParameterMap(
+            group,
+            mapped.key_list,
+            {key: spec for key, spec in mapped.fields.items() if wanted(spec.name)},
+        )
+        for group, mapped in schema.maps.items()
+    }
+    return ParameterSchema(node, parameters, maps)
+
+
+def render_tables(text: str) -> str:
+    """`text` with every table between parameter markers rendered anew."""
+
+    def table(match: re.Match) -> str:
+        start, node, patterns, end = match.groups()
+        return f'{start}{markdown_table(selected(node, patterns.split()))}\n{end}'
+
+    return BLOCK.sub(table, text)
+
+
+def pages() -> dict[Path, str]:
+    """Every page this script writes, and what it must hold."""
+    texts = {OUTPUT: render()}
+    for page in sorted(OUTPUT.parent.glob('*.md')):
+        if page != OUTPUT:
+            current = page.read_text(encoding='utf-8')
+            texts[page] = render_tables(current)
+    return texts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Write docs/parameters.md, or with ``--check`` say whether it is up to date."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--check', action='store_true', help='exit 1 if the page is stale')
     arguments = parser.parse_args(argv)
-    text = render()
+    stale = [
+        page
+        for page, text in pages().items()
+        if (page.read_text(encoding='utf-8') if page.exists() else '') != text
+    ]
     if arguments.check:
-        current = OUTPUT.read_text(encoding='utf-8') if OUTPUT.exists() else ''
-        if current != text:
-            print(f'{OUTPUT} is out of date: run `{COMMAND}`', file=sys.stderr)
-            return 1
-        return 0
+        for page in stale:
+            print(f'{page} is out of date: run `{COMMAND}`', file=sys.stderr)
+        return 1 if stale else 0
     OUTPUT.parent.mkdir(exist_ok=True)
-    OUTPUT.write_text(text, encoding='utf-8')
+    for page, text in pages().items():
+        if page in stale:
+            page.write_text(text, encoding='utf-8')
     return 0
 
 

@@ -20,5 +20,12 @@ def _parameters(schema: str) -> dict:
 
 
 def schema_default(schema: str, name: str) -> object:
-    """The ``default_value`` of parameter `name` in ``config/<schema>_parameters.yaml``."""
-    return _parameters(schema)[name]['default_value']
+    """The ``default_value`` of parameter `name` in ``config/<schema>_parameters.yaml``.
+
+    A name in a group or a map is its path in the file, e.g.
+    ``tasks.__map_task_names.max_integral``.
+    """
+    entry = _parameters(schema)
+    for key in name.split('.'):
+        entry = entry[key]
+    return entry['default_value']

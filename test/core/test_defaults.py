@@ -10,6 +10,7 @@ from wbc_control.defaults import schema_default
 from wbc_control.inputs.joint_states import DEFAULT_POSITION_MARGIN, DEFAULT_VELOCITY_FACTOR
 from wbc_control.inputs.odometry import ODOM_PAIRINGS
 from wbc_control.inputs.timing import DEFAULT_FUTURE_TOLERANCE_S
+from wbc_control.tasks.integral import DEFAULT_MAX_INTEGRAL
 
 
 @pytest.mark.parametrize(
@@ -42,3 +43,8 @@ def test_the_odometry_pairings_are_the_schemas_choices():
 def test_a_missing_parameter_is_a_named_error():
     with pytest.raises(KeyError, match='no_such_parameter'):
         schema_default('wbc_controller', 'no_such_parameter')
+
+
+def test_the_integral_bound_defaults_to_the_schema():
+    field = load_schema('wbc_controller').maps['tasks'].fields['max_integral']
+    assert DEFAULT_MAX_INTEGRAL == field.default

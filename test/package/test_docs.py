@@ -63,6 +63,23 @@ def test_parameters_page_is_generated_from_the_schemas() -> None:
         )
 
 
+def test_parameter_tables_in_the_pages_are_generated_from_the_schemas() -> None:
+    """docs/controller.md's tables of the payload and integral action, and any other page's."""
+    generator = load_generator()
+    texts = {page: page.read_text(encoding='utf-8') for page in DOC_PAGES}
+    tables = {page for page, text in texts.items() if generator.BLOCK.search(text)}
+    assert REPO / 'docs' / 'controller.md' in tables
+    stale = [
+        page_id(page) for page in tables if texts[page] != generator.render_tables(texts[page])
+    ]
+    if stale:
+        pytest.fail(
+            f'parameter tables of {", ".join(stale)} differ from the schemas: run '
+            f'`{generator.COMMAND}`',
+            pytrace=False,
+        )
+
+
 def test_readme_reads_in_ten_minutes() -> None:
     lines = README.read_text(encoding='utf-8').count('\n')
     assert lines <= README_MAX_LINES, f'README.md has {lines} lines (at most {README_MAX_LINES})'

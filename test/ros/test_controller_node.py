@@ -79,6 +79,10 @@ FAILING_STARTS = {
         ["unknown parameter 'tasks.elbow.", 'task_names'],
     ),
     'negative-soft-stop': ({'soft_stop_time': -0.1}, ['soft_stop_time', '>= 0']),
+    'payload-frame': (
+        {'payload': {'frame': 'gripper', 'mass': 1.0}},
+        ["payload.frame: frame 'gripper'", 'panda_hand_tcp'],
+    ),
     'command-line-typo': (
         {},
         ["unknown parameter 'stale_comand'; did you mean 'stale_command'?"],
@@ -329,6 +333,10 @@ def test_a_live_gain_change_changes_the_torque(posture):
         ('joint_state_timeout', 1.0, ['read-only']),
         ('tasks.elbow.kp', 1.0, ["unknown parameter 'tasks.elbow.kp'"]),
         ('stale_comand', 'gravity', ["unknown parameter 'stale_comand'", "'stale_command'?"]),
+        ('payload.frame', 'gripper', ["payload.frame: frame 'gripper'", 'panda_hand_tcp']),
+        ('payload.mass', 1.0, ['payload.frame', 'needs the frame']),
+        ('payload.mass', -1.0, ['payload.mass', '>= 0']),
+        ('payload.inertia', [0.01, 0.0, 0.0, 0.01, 0.0, 0.03], ['payload.inertia', 'rigid']),
     ],
 )
 def test_invalid_live_changes_are_rejected_and_the_old_value_kept(posture, name, value, words):

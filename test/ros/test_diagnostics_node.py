@@ -253,10 +253,13 @@ def panda(probe, panda_robot):
         initial_status = sidecar.wait_status(lambda s: True)
         q, positions = random_positions(panda_robot, 0)
         expected = Expected(inertia_matrix(panda_robot, q))
-        # Published once, after discovery, so that the node sees exactly one first sample.
-        state = joint_state(panda_robot.joint_names, positions)
-        sidecar.joint_states.publish(state)
-        status = sidecar.wait_status(lambda s: values_of(s)['samples'] != '0')
+        # Re-sent until it arrives (the node's best-effort reader may match this publisher
+        # after the publisher matched it, and drop what came before), stamped so that the
+        # copies after the first are out of order: the node counts exactly one first sample.
+        now_s = probe.node.get_clock().now().nanoseconds * 1e-9
+        first = joint_state(panda_robot.joint_names, positions, stamp_s=now_s)
+        status = sidecar.wait_status(lambda s: values_of(s)['samples'] != '0', keep=first)
+        state = joint_state(panda_robot.joint_names, positions)  # unstamped, for later tests
         sidecar.first = FirstContact(initial_status, expected, state, status)
         yield sidecar
         assert sidecar.process.alive(), sidecar.process.output()

@@ -17,6 +17,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from wbc_control.model.example_robots import example_robot_urdf
+from wbc_control.model.payload import Payload
 from wbc_control.model.robot_model import RobotModel
 
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
@@ -371,6 +372,46 @@ def test_live_sets_are_refused_with_a_reason(probe: RosProbe) -> None:
     assert not read_only.successful and 'read-only' in read_only.reason
     assert not unknown.successful
     assert "unknown parameter 'time_step'" in unknown.reason and "'timestep'" in unknown.reason
+
+
+def test_a_live_payload_is_carried_from_the_next_step_and_a_bad_one_refused(
+    probe: RosProbe, panda: RobotModel
+) -> None:
+    """One physics step after a live set: q̇ = dt M⁻¹(τ − g) of the model with the payload.
+
+    The command is the gravity torque without the payload, so the arm starts to fall by what
+    the payload weighs; Pinocchio's forward dynamics with the same payload says how fast.
+    """
+    states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
+    payload = {'payload.frame': 'panda_hand_tcp', 'payload.mass': 2.0}
+    payload['payload.center_of_mass'] = [0.012, -0.018, 0.045]
+    with NodeProcess('wbc_sim', lockstep_parameters(control_period=0.001)) as sim:
+        publisher = command_publisher(probe)
+        assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
+        client = AsyncParameterClient(probe.node, '/wbc_sim')
+        assert client.wait_for_services(WAIT_S), f'no parameter services in {WAIT_S} s'
+        bad = client.set_parameters([Parameter('payload.frame', value='gripper')])
+        assert probe.spin_until(bad.done, WAIT_S), f'no parameter answer in {WAIT_S} s'
+        future = client.set_parameters_atomically(
+            [Parameter(name, value=value) for name, value in payload.items()]
+        )
+        assert probe.spin_until(future.done, WAIT_S), f'no parameter answer in {WAIT_S} s'
+        assert future.result().result.successful, future.result().result.reason
+        first = states[0]
+        publisher.publish(Float64MultiArray(data=gravity_torque(panda, first)))
+        assert probe.spin_until(lambda: stamp_s(states[-1]) > 0.0, WAIT_S), sim.output()
+    (refused,) = bad.result().results
+    assert not refused.successful
+    assert "payload.frame: frame 'gripper'" in refused.reason and 'panda_hand' in refused.reason
+    carrying = RobotModel.from_urdf_path(example_robot_urdf('panda')[0])
+    loaded = Payload.create(carrying, 'panda_hand_tcp', 2.0, payload['payload.center_of_mass'])
+    carrying.set_payload_parameters(loaded.dynamic_parameters(carrying))
+    q = panda.configuration(np.asarray(first.position))
+    torque = np.array(gravity_torque(panda, first))
+    acceleration = pin.aba(carrying.model, carrying.model.createData(), q, np.zeros(9), torque)
+    stepped = next(state for state in states if stamp_s(state) > 0.0)
+    np.testing.assert_allclose(stepped.velocity, 0.001 * acceleration, rtol=1e-9, atol=1e-12)
+    assert np.abs(stepped.velocity).max() > 1e-4  # the payload pulled the arm down
 
 
 @pytest.mark.parametrize(

@@ -137,4 +137,6 @@ def test_a_middleware_slow_to_release_the_node_is_left_at_the_deadline_and_named
     assert 'Timeout' not in done.stderr, done.stderr  # nor faulthandler's
     assert 'run_node returned' not in done.stdout
     stopped = float(done.stdout.split()[0])  # CLOCK_MONOTONIC: one clock for both processes
-    assert runtime.STOP_DEADLINE_S <= ended - stopped < runtime.STOP_DEADLINE_S + 2.0
+    # Left at the deadline, not after the 30 s teardown; the margin is the exit's on a loaded
+    # machine, as for the hanging shutdown above.
+    assert runtime.STOP_DEADLINE_S <= ended - stopped < runtime.STOP_DEADLINE_S + 20.0

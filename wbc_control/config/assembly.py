@@ -73,6 +73,7 @@ def build_loop(
         wall_timeout=wall_timeout,
         soft_stop_time=settings.soft_stop_time,
         active=active,
+        payload=settings.payload,
     )
 
 

@@ -1,7 +1,9 @@
 """Live parameter changes: validated as one batch first, applied after (all or nothing).
 
 Live are the parameters the schema marks `read_only: false`: the task fields kp, kd, target,
-weight, max_error and active, `contacts`, and the settings of
+weight, max_error, active, ki and max_integral, `contacts`, `payload.*` (the new payload is
+`LiveUpdate.settings.payload`, which the controller loop ramps in:
+:meth:`~wbc_control.control.controller_loop.ControllerLoop.set_payload`), and the settings of
 :data:`~wbc_control.config.settings.LIVE_SETTINGS`.
 
 The node validates a `ros2 param set` batch in its on-set callback with
@@ -10,9 +12,11 @@ the plan in its post-set callback with :func:`apply_live_update`, which cannot f
 """
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import NamedTuple
 
 from wbc_control.config._coerce import parameter_errors, scalar
+from wbc_control.config.payload import PAYLOAD_PARAMETERS, parse_payload, payload_values
 from wbc_control.config.settings import (
     ControllerSettings,
     parse_live_contacts,
@@ -21,6 +25,7 @@ from wbc_control.config.settings import (
 from wbc_control.config.tasks import (
     LIVE_TASK_FIELDS,
     TaskSpec,
+    parse_integral,
     parse_kd,
     parse_kp,
     parse_target,
@@ -101,7 +106,12 @@ def _task_update(robot: RobotModel, spec: TaskSpec, changes: Mapping[str, object
     if 'weight' in changes:
         with parameter_errors(f'{prefix}.weight'):
             weight = validate_weight(spec.name, scalar(changes['weight'], 'weight'))
-    max_error, active = spec.max_error, spec.active
+    max_error, active, ki, max_integral = spec.max_error, spec.active, spec.ki, spec.max_integral
+    for name in ('ki', 'max_integral'):
+        if name in changes:
+            values = {'ki': ki, 'max_integral': max_integral, name: changes[name]}
+            with parameter_errors(f'{prefix}.{name}'):
+                ki, max_integral = parse_integral(values['ki'], values['max_integral'], size)
     if 'max_error' in changes:
         with parameter_errors(f'{prefix}.max_error'):
             max_error = check_max_error(changes['max_error'])
@@ -121,6 +131,8 @@ def _task_update(robot: RobotModel, spec: TaskSpec, changes: Mapping[str, object
         spec.options,
         max_error,
         active,
+        ki,
+        max_integral,
     )
     return TaskUpdate(new_spec, frozenset(changes))
 
@@ -139,6 +151,8 @@ def apply_task_update(controller: PrioritizedController, update: TaskUpdate) -> 
         task.set_max_error(spec.max_error)
     if 'active' in fields:
         controller.set_active(spec.name, spec.active)
+    if fields & {'ki', 'max_integral'}:
+        task.set_integral_gains(spec.ki, spec.max_integral)
 
 
 class LiveUpdate(NamedTuple):
@@ -162,17 +176,22 @@ def plan_live_update(
         InvalidValue, InvalidShape: a value fails validation.
     """
     task_changes = {name: value for name, value in changes.items() if name.startswith('tasks.')}
+    payload_changes = {name: changes[name] for name in PAYLOAD_PARAMETERS if name in changes}
     setting_changes = {
         name: value
         for name, value in changes.items()
-        if name not in task_changes and name != 'contacts'
+        if name not in task_changes and name not in payload_changes and name != 'contacts'
     }
     updates = plan_task_updates(robot, task_specs(controller), task_changes)
     contacts = None
     if 'contacts' in changes:
         known = controller.stacks.known_contacts
         contacts = parse_live_contacts(robot, changes['contacts'], known)
-    return LiveUpdate(update_settings(settings, setting_changes), updates, contacts)
+    settings = update_settings(settings, setting_changes)
+    if payload_changes:
+        payload = parse_payload(robot, payload_values(settings.payload) | payload_changes)
+        settings = replace(settings, payload=payload)
+    return LiveUpdate(settings, updates, contacts)
 
 
 def apply_live_update(controller: PrioritizedController, update: LiveUpdate) -> None:

@@ -7,7 +7,8 @@ generate_parameter_library (ros2_controllers' parameter files): each parameter h
 ``<list>`` (``tasks.__map_task_names.kp`` is ``tasks.<name>.kp`` for every name in
 ``task_names``). Two extensions: ``dynamic_typing: true`` for values that may be a scalar or a
 list (gains), and a top-level ``include`` naming other schema files whose parameters the node
-also declares (the robot-model parameters every node shares).
+also declares (the robot-model parameters every node shares). As in generate_parameter_library, a
+nested group of parameters is named with dots: ``payload: {mass: {...}}`` is ``payload.mass``.
 
 From a schema the ros layer declares the node's parameters and refuses unknown names; this
 module checks values against the declared rules, names the closest parameter to a misspelt one,
@@ -18,6 +19,7 @@ Validation rules (generate_parameter_library names): ``gt<>``, ``gt_eq<>``, ``lt
 Rules apply to a scalar and to every element of an array.
 """
 
+import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 import difflib
@@ -92,7 +94,8 @@ class ParameterSpec:
 
 def _elements(value: object, kind: str, dynamic: bool, name: str) -> list:
     element = kind.removesuffix('_array')
-    is_list = isinstance(value, list | tuple)
+    # rclpy gives a live array parameter as an array.array
+    is_list = isinstance(value, list | tuple | array.array)
     if kind in ARRAY_TYPES:
         if not is_list and not dynamic:
             raise InvalidValue(f'{name}: must be a list of {element} values, got {value!r}')
@@ -233,15 +236,34 @@ def load_schema(node: str) -> ParameterSchema:
     parameters: dict[str, ParameterSpec] = {}
     for included in document.get('include', ()):
         parameters.update(load_schema(included).parameters)
-    body = document[node]
     maps: dict[str, ParameterMap] = {}
-    for name, entry in body.items():
+    for name, entry in _flattened(document[node]):
         mapped = _map_of(name, entry)
         if mapped is not None:
             maps[name] = mapped
         else:
             parameters[name] = _spec(name, entry, path)
     return ParameterSchema(node, parameters, maps)
+
+
+def _flattened(body: Mapping, prefix: str = '') -> Iterable[tuple[str, object]]:
+    """(full name, entry) of every parameter and map, a nested group's names joined by '.'."""
+    for name, entry in body.items():
+        if _is_group(entry):
+            yield from _flattened(entry, f'{prefix}{name}.')
+        else:
+            yield f'{prefix}{name}', entry
+
+
+def _is_group(entry: object) -> bool:
+    """A nested group: entries that are neither a parameter (it has a type) nor a map."""
+    return (
+        isinstance(entry, dict)
+        and bool(entry)
+        and 'type' not in entry
+        and all(isinstance(value, dict) for value in entry.values())
+        and not any(str(key).startswith(MAP_PREFIX) for key in entry)
+    )
 
 
 def _map_of(group: str, entry: object) -> ParameterMap | None:

@@ -22,9 +22,11 @@ from wbc_control.config._coerce import (
     scalar,
     string_list,
 )
+from wbc_control.config.payload import PAYLOAD_PARAMETERS, parse_payload
 from wbc_control.config.schema import load_schema
 from wbc_control.control.contacts import Contact
 from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue, ModelError
+from wbc_control.model.payload import NO_PAYLOAD, Payload
 from wbc_control.model.robot_model import RobotModel
 
 _SCHEMA = load_schema('wbc_controller')
@@ -33,11 +35,12 @@ CONTACT_TYPES = ('surface', 'point')
 #: World frame (odometry frame_id) of a floating-base robot unless `world_frame` says otherwise.
 DEFAULT_ODOM_FRAME = 'odom'
 #: The settings ControllerSettings is made of: the schema's plain parameters but the model,
-#: contacts and task names.
+#: the payload (one setting of its own), contacts and task names.
 _SETTINGS = tuple(
     name
     for name in _SCHEMA.parameters
     if name not in load_schema('robot_model').parameters
+    and name not in PAYLOAD_PARAMETERS
     and name not in ('contacts', 'contact_types', 'task_names', 'autostart')
 )
 #: Real-valued settings taken as they are (the others need the robot, or are not reals).
@@ -94,6 +97,8 @@ class ControllerSettings:
         cpu_dma_latency: the CPU wake-up latency to hold while the node runs (µs; -1: none,
             :mod:`wbc_control.cpu_latency`).
         markers_rate: ~/markers rate (Hz); 0 publishes none.
+        payload: the payload the model carries (`payload.*`; live, ramped in over
+            `soft_start_time`: :mod:`wbc_control.control.payload_ramp`).
     """
 
     command_joints: tuple[str, ...]
@@ -123,6 +128,7 @@ class ControllerSettings:
     task_transition_time: float
     cpu_dma_latency: int
     markers_rate: float
+    payload: Payload = NO_PAYLOAD
 
 
 def root_link(robot: RobotModel) -> str:
@@ -154,8 +160,10 @@ def parse_controller_settings(
     """Validate the controller-level settings; missing ones take :func:`default_settings`.
 
     Raises:
-        InvalidValue, InvalidShape, JointNotFound: the message starts with the parameter.
+        InvalidValue, InvalidShape, JointNotFound, FrameNotFound: the message starts with the
+            parameter.
     """
+    payload = parse_payload(robot, values)
     given = {k: v for k, v in values.items() if k in _SETTINGS and v is not None}
     for name, value in given.items():
         _SCHEMA[name].check(value)
@@ -193,6 +201,7 @@ def parse_controller_settings(
         joint_limits=bool(values['joint_limits']),
         max_joint_acceleration=max_acceleration,
         cpu_dma_latency=int(values['cpu_dma_latency']),
+        payload=payload,
         **{name: scalar(values[name], name) for name in _REAL_SETTINGS},
     )
     return update_settings(settings, {name: values[name] for name in LIVE_SETTINGS})

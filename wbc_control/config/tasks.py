@@ -23,11 +23,22 @@ from wbc_control.control.prioritized_controller import (
 )
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
+from wbc_control.tasks.integral import DEFAULT_MAX_INTEGRAL
 from wbc_control.tasks.registry import TASK_TYPES
 from wbc_control.tasks.task import PDGains, Task, check_max_error
 
 #: Fields every task type takes besides `type` (a type adds its class's FIELDS).
-COMMON_FIELDS = ('priority', 'kp', 'kd', 'target', 'weight', 'max_error', 'active')
+COMMON_FIELDS = (
+    'priority',
+    'kp',
+    'kd',
+    'target',
+    'weight',
+    'max_error',
+    'active',
+    'ki',
+    'max_integral',
+)
 TASK_NAME_PATTERN = re.compile(r'[A-Za-z][A-Za-z0-9_]*')
 _SCHEMA = load_schema('wbc_controller')
 _TASK_SCHEMA = _SCHEMA.maps['tasks']
@@ -51,6 +62,8 @@ class TaskSpec:
         options: the type's own fields (e.g. frame), passed to its constructor by name.
         max_error: the error K_p acts on is clipped to this norm (0: none).
         active: the task is on (off: faded out over `task_transition_time`).
+        ki: integral gain per axis, `(gains_size,)` (zeros: no integral action).
+        max_integral: bound of the integral term per axis, `(gains_size,)`.
     """
 
     name: str
@@ -63,6 +76,8 @@ class TaskSpec:
     options: Mapping[str, object] = field(default_factory=dict)
     max_error: float = 0.0
     active: bool = True
+    ki: np.ndarray | float = 0.0
+    max_integral: np.ndarray | float = DEFAULT_MAX_INTEGRAL
 
     @property
     def gains(self) -> PDGains:
@@ -98,6 +113,21 @@ def parse_kd(value: object, size: int) -> np.ndarray | None:
     if value is None:
         return None
     return PDGains.create(np.zeros(size), vector(value, size, 'kd'), size).kd
+
+
+def parse_integral(ki: object, max_integral: object, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """K_i (scalar or `size` values >= 0) and the bound of the integral term (> 0).
+
+    Raises:
+        InvalidValue, InvalidShape: the message names `ki` or `max_integral`.
+    """
+    ki_axes = vector(ki, size, 'ki')
+    if (ki_axes < 0.0).any():
+        raise InvalidValue(f'ki must be non-negative, got {ki_axes.tolist()}')
+    bound = vector(max_integral, size, 'max_integral')
+    if not (bound > 0.0).all():
+        raise InvalidValue(f'max_integral must be > 0, got {bound.tolist()}')
+    return ki_axes, bound
 
 
 def parse_target(robot: RobotModel, task_type: str, value: object) -> np.ndarray:
@@ -150,7 +180,15 @@ def parse_task(robot: RobotModel, name: str, values: Mapping[str, object]) -> Ta
     with parameter_errors(f'{prefix}.max_error'):
         max_error = check_max_error(max_error)
     active = _schema_value(name, 'active', values.get('active'))
-    return TaskSpec(name, cls.TYPE, priority, kp, kd, target, weight, options, max_error, active)
+    ki_value = _schema_value(name, 'ki', values.get('ki'))
+    with parameter_errors(f'{prefix}.ki'):
+        ki = parse_integral(ki_value, DEFAULT_MAX_INTEGRAL, size)[0]
+    bound_value = _schema_value(name, 'max_integral', values.get('max_integral'))
+    with parameter_errors(f'{prefix}.max_integral'):
+        bound = parse_integral(0.0, bound_value, size)[1]
+    return TaskSpec(
+        name, cls.TYPE, priority, kp, kd, target, weight, options, max_error, active, ki, bound
+    )
 
 
 def check_task_name(name: object) -> None:
@@ -245,7 +283,12 @@ def task_specs(controller: PrioritizedController) -> dict[str, TaskSpec]:
         specs[entry.name] = TaskSpec(
             entry.name, entry.task.TYPE, entry.priority, gains.kp, kd, None, weight
         )
+        ki, max_integral = entry.task.integral_gains
         specs[entry.name] = replace(
-            specs[entry.name], max_error=gains.max_error, active=controller.active(entry.name)
+            specs[entry.name],
+            max_error=gains.max_error,
+            active=controller.active(entry.name),
+            ki=ki,
+            max_integral=max_integral,
         )
     return specs

@@ -25,6 +25,12 @@ blending the torque whatever the joint-limit level does, since the safe command 
 it), within the effort and rate limits: the stop ends at the first tick whose command is the
 safe command itself (the rate limit can hold it back past `soft_stop_time`), or when the
 watchdog sends the safe command, and from then on nothing is sent.
+
+A payload set at run time (:meth:`ControllerLoop.set_payload`) enters the model the tick
+computes M, h and g with over the same time (:mod:`~wbc_control.control.payload_ramp`).
+Tasks with integral action add the tick's error to their integral term after the tick, over
+the time since the last one, unless the tick gave way to a constraint or a soft start or stop
+is under way (:mod:`~wbc_control.tasks.integral`).
 """
 
 from collections.abc import Sequence
@@ -36,11 +42,13 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control.control.command_output import CommandOutput
-from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.control.payload_ramp import PayloadRamp
+from wbc_control.control.prioritized_controller import ControllerResult, PrioritizedController
 from wbc_control.control.soft_start import SoftStart, SoftStop
 from wbc_control.control.tick_statistics import TickStatistics
 from wbc_control.exceptions import WbcError
 from wbc_control.inputs.timing import Watchdog
+from wbc_control.model.payload import NO_PAYLOAD, Payload
 from wbc_control.model.robot_state import RobotState
 
 
@@ -70,6 +78,17 @@ class TickOutcome(NamedTuple):
         return '' if self.bug is None else ''.join(self.bug.format())
 
 
+def _gave_way(result: ControllerResult) -> bool:
+    """Whether the tasks gave way to a constraint this tick, besides the torque limits.
+
+    Tasks scaled down to fit the limits, a switch of tasks or contacts under way: with a
+    saturated or rate-limited torque and a soft start, what freezes every integral term
+    (`wbc_control.tasks.integral`; a joint held at its limit freezes the tasks that move it:
+    `PrioritizedController.integrate`).
+    """
+    return result.task_scale < 1.0 or bool(result.transition.switching)
+
+
 class ControllerLoop:
     """The controller, its per-tick state and its statistics; see the module docstring.
 
@@ -79,10 +98,12 @@ class ControllerLoop:
         stale_command: the safe command, 'zero' or 'gravity' (may change at runtime).
         timeout: seconds without a tick before the watchdog sends the safe command.
         soft_start_time: ramp duration (s) from the safe command to the task torque; 0: none.
+            A payload change ramps into the model over the same time.
         wall_timeout: the watchdog's wall-clock limit (s); default `timeout`.
         soft_stop_time: ramp duration (s) from the task torque to the safe command when
             deactivated; 0: the safe command at the next tick.
         active: command from the first state (else from :meth:`activate` on).
+        payload: the payload the model carries from the start.
     """
 
     def __init__(
@@ -95,6 +116,7 @@ class ControllerLoop:
         wall_timeout: float | None = None,
         soft_stop_time: float = 0.0,
         active: bool = True,
+        payload: Payload = NO_PAYLOAD,
     ) -> None:
         robot = controller.robot
         self.controller, self.output = controller, output
@@ -103,6 +125,7 @@ class ControllerLoop:
         self.soft_start = SoftStart(soft_start_time)
         self.soft_stop = SoftStop(soft_stop_time)
         self.mode = Mode.ACTIVE if active else Mode.INACTIVE
+        self.payload = PayloadRamp(robot, soft_start_time, payload)
         self.state = RobotState(robot)
         self.statistics = TickStatistics(robot.n_actuated, time.monotonic())
         self.has_state = self.stale = False
@@ -125,6 +148,7 @@ class ControllerLoop:
         `wall_s` is the monotonic wall time (default: now). Only while :attr:`commanding`.
         """
         started = time.perf_counter()
+        previous_s = None if self.stale else self.last_state_s
         resumed, self.stale, self.last_state_s = self.stale, False, now_s
         self._watchdog.feed(now_s, time.monotonic() if wall_s is None else wall_s)
         if resumed:
@@ -134,6 +158,7 @@ class ControllerLoop:
         beta = self.soft_stop.fraction(now_s) if stopping else 1.0
         held_back = False  # the rate limit held the command back from what it asked
         try:
+            self.payload.update(now_s)
             robot.configuration(positions, base_pose, out=self._q)
             robot.velocity(velocities, base_twist, out=self._v)
             self.state.update(self._q, self._v)
@@ -166,6 +191,10 @@ class ControllerLoop:
             saturated = command.saturated | result.saturated
             rate_limited = command.rate_limited | result.rate_limited
             held_back = bool(command.rate_limited.any())
+            if previous_s is not None and self.controller.integrating:
+                limited = saturated.any() or rate_limited.any() or stopping
+                frozen = limited or _gave_way(result) or self.soft_start.active(now_s)
+                self.controller.integrate(now_s - previous_s, frozen)
         seconds = time.perf_counter() - started
         self.statistics.tick(result, saturated, rate_limited, seconds)
         # Over once the safe command itself went out (a failed tick sends it too).
@@ -238,6 +267,10 @@ class ControllerLoop:
                 self.mode = Mode.STOPPING
                 self.soft_stop.restart()
         return self.mode is Mode.STOPPING
+
+    def set_payload(self, payload: Payload) -> None:
+        """Carry `payload` from the next tick, ramped in over `soft_start_time`."""
+        self.payload.request(payload)
 
     def restart(self) -> None:
         """The clock or the stamps jumped back: stale until the next good state, then a ramp.

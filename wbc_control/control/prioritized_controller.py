@@ -144,6 +144,7 @@ class PrioritizedController:
         self._actuated_indices = np.asarray(robot.indices.v, dtype=np.int64)
         self._force_scale = 1.0 / max(pin.computeTotalMass(robot.model), 1e-9)
         self._per_stack: dict = {}
+        self._held: np.ndarray | None = None  # the tick's joints held at their limits
         self._use(self.stacks.current, {})
 
     def task(self, name: str) -> Task:
@@ -172,8 +173,31 @@ class PrioritizedController:
         return self.stacks.active(name)
 
     def set_active(self, name: str, active: bool) -> None:
-        """Switch a task on or off, faded over `task_transition_time` from the next tick."""
+        """Switch a task on or off, faded over `task_transition_time` from the next tick.
+
+        Switched off, a task's integral term is reset (`wbc_control.tasks.integral`).
+        """
         self.stacks.set_active(name, active)
+        if not active:
+            self.task(name).integral.reset()
+
+    @property
+    def integrating(self) -> bool:
+        """Whether a task has integral action (K_i ≠ 0)."""
+        return any(entry.task.integral.enabled for entry in self.entries)
+
+    def integrate(self, dt: float, frozen: bool) -> None:
+        """Add this tick's errors, over `dt` s, to the integral terms of the tasks in force.
+
+        `frozen`: the tick gave way to a constraint (`wbc_control.tasks.integral`); the terms
+        stay as they are. A task that moves a joint the joint-limit level held this tick is
+        frozen too. Call after :meth:`compute`, whose errors and Jacobians it reads.
+        """
+        held = self._held
+        columns = None if held is None else self.robot.indices.v[held]
+        for integral, terms in self._integrals:
+            moves_held = columns is not None and bool(terms.jacobian[:, columns].any())
+            integral.integrate(terms.error, dt, frozen or moves_held)
 
     def set_contacts(self, contacts: Sequence[Contact]) -> None:
         """Release and establish contacts with a load transfer over `contact_transition_time`."""
@@ -199,6 +223,11 @@ class PrioritizedController:
         self._terms = self._per_stack[stack.key]
         # Each tick every task writes its rows of the stacked arrays, then the targets are set.
         self._writers = [writer for level in stack.levels for writer in level.writers]
+        self._integrals = [
+            (entry.task.integral, terms)
+            for level in stack.levels
+            for entry, terms in zip(level.entries, level.terms)
+        ]
         self._rows = stack.rows
 
     def _use_weights(self, key) -> None:
@@ -259,6 +288,10 @@ class PrioritizedController:
             constraint, _ = contact_jacobian(state, self.contacts, terms.contact_buffers)
         for write, buffers in self._writers:
             write(state, buffers)
+        for integral, task_terms in self._integrals:  # ẍ* += z (`wbc_control.tasks.integral`)
+            if integral.enabled:
+                desired = task_terms.desired_acceleration
+                np.add(desired, integral.term, out=desired)
         rows = self._rows
         target = np.subtract(rows.desired_acceleration, rows.drift, out=rows.target)  # ẍ* − J̇v
         if task_ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
@@ -281,6 +314,7 @@ class PrioritizedController:
             residual = forces.base_residual
         # J q̈ + J̇v now: the stacked Jacobian and drift are buffers the next tick overwrites.
         achieved = rows.jacobian.dot(acceleration) + rows.drift
+        self._held = at_limit
         commanded = rows.desired_acceleration * task_ramp
         return ControllerResult(
             torque,

@@ -2,7 +2,9 @@
 
 Starts the three nodes as processes talking over real DDS, moves the tracked task's target,
 prints a progress line, and at the end writes demo.png (tracking error, torques against their
-limits, κ₂(M) and its scaled-diagonal-ratio estimate) and summary.txt / summary.json.
+limits, κ₂(M) and its scaled-diagonal-ratio estimate) and summary.txt / summary.json. With
+`--payload KG` the simulator carries a payload on the tracked frame that the controller learns
+of halfway through (:mod:`wbc_control.demo.payload_setter`).
 """
 
 import argparse
@@ -23,6 +25,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 
 from wbc_control.demo.legged_run import run_legged
+from wbc_control.demo.payload_setter import PayloadSetter, nested, payload_parameters
 from wbc_control.demo.processes import (
     ManagedProcess,
     spin_until,
@@ -61,6 +64,7 @@ class DemoMonitor(Node):
         self.sim_time = 0.0
         self.last_state_wall = time.monotonic()
         self._next_target = 0.0
+        self.payload: PayloadSetter | None = None
         if scenario.motion is None:
             topic = f'/wbc_controller/{scenario.tracked_task}/target'
             self._target = self.create_publisher(PointStamped, topic, 10)
@@ -119,6 +123,8 @@ class DemoMonitor(Node):
             self._publish_target()
         self.record.time.append(self.sim_time)
         self._configurations.append(self.robot.configuration(positions, base_pose))
+        if self.payload is not None:
+            self.payload.update(self.sim_time)
 
     def joint_state_publishers(self) -> int:
         """How many publishers the joint_states subscription has matched."""
@@ -150,6 +156,9 @@ class DemoMonitor(Node):
         self.record.tracking_error = [
             float(np.linalg.norm(r - p)) for r, p in zip(self.record.reference, self.record.path)
         ]
+        if self.payload is not None:
+            self.record.payload_sent_s = self.payload.sent_s
+            self.record.payload_set_s = self.payload.answered_s
         return self.record
 
     def _publish_target(self) -> None:
@@ -190,7 +199,19 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         '--output', type=Path, default=Path('wbc_demo_output'), help='directory for the report'
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        '--payload',
+        type=float,
+        default=0.0,
+        metavar='KG',
+        help='a payload on the tracked frame in the simulator, set on the controller halfway',
+    )
+    arguments = parser.parse_args(argv)
+    if not arguments.payload >= 0.0:
+        parser.error(f'--payload: a mass >= 0 kg, not {arguments.payload}')
+    if arguments.payload and arguments.robot in LEGGED_SCENARIOS:
+        parser.error(f'--payload: for {", ".join(sorted(SCENARIOS))}, not {arguments.robot}')
+    return arguments
 
 
 def run(arguments: argparse.Namespace) -> int:
@@ -204,13 +225,25 @@ def run(arguments: argparse.Namespace) -> int:
     output = arguments.output
     output.mkdir(parents=True, exist_ok=True)
     viewer = not arguments.headless and bool(os.environ.get('DISPLAY'))
-    print(f'wbc_demo: {scenario.description}; output in {output}/', flush=True)
+    payload = payload_parameters(scenario.tracked_frame, arguments.payload)
+    description = scenario.description
+    if arguments.payload:
+        set_at_s = 0.5 * arguments.duration
+        description += (
+            f'; {arguments.payload:g} kg on {scenario.tracked_frame} in the simulator,'
+            f' set on the controller at {set_at_s:g} s'
+        )
+    print(f'wbc_demo: {description}; output in {output}/', flush=True)
     rclpy.init()
     monitor = DemoMonitor(scenario, robot)
     if scenario.motion is not None:
         monitor.trajectory.end_s = arguments.duration + 1.0
     # The monitor, the controller and the diagnostics node all hear the loop from its first state.
     sim = {**model_parameters, **scenario.sim, 'viewer': viewer, 'lockstep_subscribers': 3}
+    if arguments.payload:
+        sim |= nested(payload)
+        monitor.payload = PayloadSetter(monitor, payload, set_at_s)
+        monitor.record.payload_kg = arguments.payload
     nodes = {
         'wbc_diagnostics': {**model_parameters, **scenario.diagnostics, 'use_sim_time': True},
         'wbc_controller': {**model_parameters, **scenario.controller, 'use_sim_time': True},
@@ -235,10 +268,19 @@ def run(arguments: argparse.Namespace) -> int:
     print()
     record = monitor.finish_record()
     summary = summarize(record, settle_s=2.0)
-    png = write_report(record, summary, scenario.description, output)
+    png = write_report(record, summary, description, output)
     print((output / 'summary.txt').read_text(), end='')
     print(f'wbc_demo: wrote {png} and {output / "summary.txt"}')
-    return 0 if completed else 1
+    return 0 if completed and _payload_set(monitor.payload) else 1
+
+
+def _payload_set(payload: PayloadSetter | None) -> bool:
+    """Whether the payload (if any) reached the controller; if not, say why."""
+    if payload is None or (payload.answered_s is not None and not payload.refusal):
+        return True
+    reason = payload.refusal or f'no answer by the end (sent at {payload.sent_s} s)'
+    print(f'wbc_demo: the controller did not take the payload parameters: {reason}')
+    return False
 
 
 def start_after_simulator(

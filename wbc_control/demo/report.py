@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 import json
 from pathlib import Path
+import textwrap
 
 import numpy as np
 
@@ -23,6 +24,14 @@ class DemoRecord:
     estimate: list[float] = field(default_factory=list)
     path: list[np.ndarray] = field(default_factory=list)  # tracked frame (world, m) per sample
     reference: list[np.ndarray] = field(default_factory=list)  # its target per sample
+    payload_kg: float = 0.0  # in the simulator (`wbc_demo --payload`)
+    payload_sent_s: float | None = None  # the payload parameters sent to the controller
+    payload_set_s: float | None = None  # and acknowledged by it
+
+
+#: After the controller acknowledged the payload, the seconds the report lets its ramp
+#: (`soft_start_time`) and the tracking settle before it measures the error "with" it.
+PAYLOAD_SETTLE_S = 1.0
 
 
 def summarize(record: DemoRecord, settle_s: float) -> dict:
@@ -47,7 +56,33 @@ def summarize(record: DemoRecord, settle_s: float) -> dict:
         estimate = np.interp(record.kappa_time, record.estimate_time, record.estimate)
         relative = np.abs(estimate - record.kappa) / np.asarray(record.kappa)
         summary['estimate_relative_error_max'] = float(relative.max())
+    if record.payload_kg:
+        summary |= _payload_figures(record, time, error, settle_s)
     return summary
+
+
+def _payload_figures(record: DemoRecord, time: np.ndarray, error: np.ndarray, settle_s: float):
+    """Tracking error RMS with the payload unknown to the controller, and once it is set.
+
+    Unknown: from `settle_s` to the request; set: from PAYLOAD_SETTLE_S after the controller's
+    answer to the end. None where the window holds no sample.
+    """
+    sent = np.inf if record.payload_sent_s is None else record.payload_sent_s
+    answered = np.inf if record.payload_set_s is None else record.payload_set_s
+    time = time[: error.size]
+    unknown = error[(time >= settle_s) & (time < sent)]
+    known = error[time >= answered + PAYLOAD_SETTLE_S]
+    return {
+        'payload_kg': record.payload_kg,
+        'payload_set_at_s': record.payload_set_s,
+        'tracking_error_rms_payload_unknown_mm': _rms_mm(unknown),
+        'tracking_error_rms_payload_set_mm': _rms_mm(known),
+        'tracking_error_max_payload_set_mm': _mm(known.max()) if known.size else None,
+    }
+
+
+def _rms_mm(error: np.ndarray) -> float | None:
+    return _mm(np.sqrt(np.mean(error**2))) if error.size else None
 
 
 def _mm(value: float) -> float:
@@ -68,9 +103,12 @@ def write_report(record: DemoRecord, summary: dict, description: str, directory:
         kappa=record.kappa,
         estimate_time=record.estimate_time,
         estimate=record.estimate,
+        payload_kg=record.payload_kg,
+        payload_set_s=np.nan if record.payload_set_s is None else record.payload_set_s,
     )
     (directory / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
-    lines = [description, ''] + [f'{key:32s} {value}' for key, value in summary.items()]
+    width = max(map(len, summary), default=0)
+    lines = [description, ''] + [f'{key:{width}s} {value}' for key, value in summary.items()]
     (directory / 'summary.txt').write_text('\n'.join(lines) + '\n')
     return _plot(record, description, directory / 'demo.png')
 
@@ -87,11 +125,18 @@ def _plot(record: DemoRecord, description: str, path: Path) -> Path:
     error_axes = figure.add_subplot(grid[1])
     torque_axes = figure.add_subplot(grid[2], sharex=error_axes)
     kappa_axes = figure.add_subplot(grid[3], sharex=error_axes)
-    figure.suptitle(description, fontsize=10)
+    figure.suptitle(textwrap.fill(description, 110), fontsize=10)
     _plot_path(path_axes, record)
     error_axes.plot(record.time, np.asarray(record.tracking_error) * 1e3)
     error_axes.set_ylabel('tracking error (mm)')
     error_axes.set_ylim(bottom=0.0)
+    if record.payload_set_s is not None:
+        error_axes.axvline(record.payload_set_s, color='k', linestyle=':', linewidth=1.0)
+        error_axes.set_title(
+            f'{record.payload_kg:g} kg payload: unknown to the controller before the dotted'
+            ' line, set as a parameter after it',
+            fontsize=8,
+        )
     torques = np.asarray(record.torques).reshape(-1, len(record.joint_names))
     for column, name in enumerate(record.joint_names):
         torque_axes.plot(

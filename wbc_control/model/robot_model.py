@@ -18,7 +18,7 @@ likewise "none" (:attr:`RobotModel.effort_limits`, the joint-limit level, the st
 The controller node names such joints at start-up.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +80,8 @@ class RobotModel:
             limits; their position limits are removed (the module docstring).
         mimic_joints: the URDF's `<mimic>` joints (both joints actuated), which a joint state
             may leave out (:class:`JointStateMapping`).
+        nominal_inertias: the body inertia of every joint as the URDF gives it, untouched by
+            payloads (:meth:`set_payload_parameters`).
     """
 
     def __init__(
@@ -124,6 +126,10 @@ class RobotModel:
             for mimic in mimic_joints
             if mimic.joint in self.joint_names and mimic.master in self.joint_names
         )
+        self.nominal_inertias: tuple[pin.Inertia, ...] = tuple(
+            inertia.copy() for inertia in model.inertias
+        )
+        self._loaded_joints: frozenset[int] = frozenset()
 
     @classmethod
     def from_urdf_string(cls, urdf_xml: str, floating_base: bool = False) -> 'RobotModel':
@@ -176,6 +182,25 @@ class RobotModel:
         if unknown:
             raise JointNotFound(unknown, self.joint_names)
         return np.array([lookup[name] for name in names], dtype=int)
+
+    def set_payload_parameters(self, parameters: Mapping[int, np.ndarray]) -> None:
+        """Body inertias = the URDF's plus payloads, {joint id: dynamic parameters π `(10,)`}.
+
+        π about the joint origin in its frame (`wbc_control.model.payload`); the joints not in
+        `parameters` get their URDF inertia back. Every M(q), h and g computed after the call
+        includes the payloads.
+        """
+        inertias, nominal = self.model.inertias, self.nominal_inertias
+        for joint in self._loaded_joints - parameters.keys():
+            inertias[joint] = nominal[joint].copy()
+        for joint, added in parameters.items():
+            total = nominal[joint].toDynamicParameters() + added
+            # A blend starts at α = 0: nothing added yet, and a massless body stays as it was.
+            loaded = total[0] > 0.0 and added.any()
+            inertias[joint] = (
+                pin.Inertia.FromDynamicParameters(total) if loaded else nominal[joint].copy()
+            )
+        self._loaded_joints = frozenset(parameters)
 
     def frame_id(self, name: str) -> int:
         """Pinocchio frame index of `name`; FrameNotFound lists the available frames.

@@ -328,6 +328,7 @@ class ControllerNode(LifecycleNode):
         self._settings = planned.settings
         self._loop.stale_command = planned.settings.stale_command
         self._markers.set_rate(planned.settings.markers_rate)
+        self._loop.set_payload(planned.settings.payload)
         changed = ', '.join(parameter.name for parameter in parameters)
         self.get_logger().info(f'parameters changed: {changed}')
 

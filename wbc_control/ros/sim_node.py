@@ -6,6 +6,9 @@ applies `effort_controller/commands` as joint torques and publishes `joint_state
 :mod:`wbc_control.sim.urdf_to_mujoco` and run by :mod:`wbc_control.sim.simulation`; when time
 advances and a state goes out (paced or lock-step, `hold_until_commanded`, the first-state
 handshake, re-sends) is :mod:`wbc_control.sim.time_protocol`.
+
+A payload (`payload.*`, the controller's parameters) is attached to the MuJoCo body of its
+frame (:mod:`wbc_control.sim.payload_body`), at start-up and, live, from the next step.
 """
 
 import sys
@@ -22,8 +25,10 @@ from rosgraph_msgs.msg import Clock as ClockMessage
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from wbc_control.config.payload import PAYLOAD_PARAMETERS, parse_payload, payload_values
 from wbc_control.config.schema import load_schema
-from wbc_control.exceptions import InvalidValue, WbcError
+from wbc_control.exceptions import WbcError
+from wbc_control.model.payload import Payload
 from wbc_control.ros.log_throttle import ThrottledLog
 from wbc_control.ros.messages import fill_odometry
 from wbc_control.ros.parameters import refuse_unknown
@@ -35,6 +40,7 @@ from wbc_control.ros.runtime import (
     run_node,
 )
 from wbc_control.sim.mujoco_warnings import route_warnings, warning_key
+from wbc_control.sim.payload_body import SimulatedPayload
 from wbc_control.sim.settings import sim_settings
 from wbc_control.sim.simulation import MujocoSimulation
 from wbc_control.sim.time_protocol import Connections, TimeProtocol
@@ -61,11 +67,15 @@ class SimNode(Node):
         robot = source.robot
         try:
             self.settings = sim_settings(declare_node_parameters(self, self._schema), robot)
-        except InvalidValue as error:
+        except WbcError as error:
             raise StartupError(str(error)) from error
-        # Every parameter is read-only: a live set can only be of an unknown name.
-        self.add_on_set_parameters_callback(self._refuse_unknown)
         self.sim = self._build_simulation(source)
+        self.payload = SimulatedPayload(self.sim)
+        self.payload.set(self.settings.payload)
+        self._planned_payload: Payload | None = None
+        # The payload is live; every other parameter is read-only.
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.add_post_set_parameters_callback(self._on_parameters_set)
         self._joint_state = JointState(name=list(robot.joint_names))
         self._odom = Odometry()
         self._odom.header.frame_id = self.settings.odom_frame
@@ -90,12 +100,31 @@ class SimNode(Node):
         self.get_logger().info(
             f"simulating '{robot.name}' ({robot.n_actuated} joints, {base}); "
             f'{self.settings.describe(self.sim.timestep_s)}; '
-            f"commands on '{self.resolve_topic_name(COMMAND_TOPIC)}'"
+            f"commands on '{self.resolve_topic_name(COMMAND_TOPIC)}'; "
+            f'payload: {_describe(self.settings.payload)}'
         )
 
-    def _refuse_unknown(self, parameters: list[Parameter]) -> SetParametersResult:
+    def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
+        """Refuse unknown names; validate a payload change (applied by the post-set callback)."""
+        self._planned_payload = None
         refusal = refuse_unknown(self, self._schema, parameters)
-        return refusal or SetParametersResult(successful=True)
+        if refusal is not None:
+            return refusal
+        changes = {p.name: p.value for p in parameters if p.name in PAYLOAD_PARAMETERS}
+        if changes:
+            try:
+                current = payload_values(self.payload.payload)
+                self._planned_payload = parse_payload(self.sim.robot, current | changes)
+            except WbcError as error:
+                self.get_logger().warning(f'parameter change rejected: {error}')
+                return SetParametersResult(successful=False, reason=str(error))
+        return SetParametersResult(successful=True)
+
+    def _on_parameters_set(self, parameters: list[Parameter]) -> None:
+        planned, self._planned_payload = self._planned_payload, None
+        if planned is not None:
+            self.payload.set(planned)
+            self.get_logger().info(f'payload: {_describe(planned)}')
 
     def destroy_node(self) -> None:
         """Close the viewer window, then destroy the node."""
@@ -174,6 +203,12 @@ class SimNode(Node):
         except ViewerUnavailable as error:
             self.get_logger().warning(f'{error}; running headless')
             return None
+
+
+def _describe(payload: Payload) -> str:
+    if payload.empty:
+        return 'none'
+    return f'{payload.mass} kg on {payload.frame} at {payload.center_of_mass.tolist()} m'
 
 
 def main(args: list[str] | None = None) -> None:

@@ -11,14 +11,16 @@ import math
 
 import numpy as np
 
+from wbc_control.config.payload import parse_payload
 from wbc_control.exceptions import InvalidValue, WbcError
+from wbc_control.model.payload import NO_PAYLOAD, Payload
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.sim.urdf_to_mujoco import MujocoOptions
 
 
 @dataclass(frozen=True)
 class SimSettings:
-    """The simulator's parameters after validation (all read-only at runtime)."""
+    """The simulator's parameters after validation (read-only at runtime but the payload)."""
 
     options: MujocoOptions
     control_steps: int  # physics steps per lock-step command
@@ -35,6 +37,7 @@ class SimSettings:
     odom_frame: str
     base_frame: str
     viewer: bool
+    payload: Payload = NO_PAYLOAD  # the real payload, attached in MuJoCo
 
     def describe(self, timestep_s: float) -> str:
         """How time advances, in one phrase for the start-up log."""
@@ -52,6 +55,7 @@ def sim_settings(values: Mapping[str, object], robot: RobotModel) -> SimSettings
     Raises:
         InvalidValue: a value is out of range or inconsistent with the robot model; the message
             names the parameter.
+        FrameNotFound: `payload.frame` is not a frame of the model (the message names it).
     """
     timestep = _real('timestep', values['timestep'])
     if timestep <= 0.0 or not math.isfinite(timestep):
@@ -75,6 +79,7 @@ def sim_settings(values: Mapping[str, object], robot: RobotModel) -> SimSettings
         odom_frame=str(values['odom_frame']),
         base_frame=str(values['base_frame']),
         viewer=options.keep_visual,
+        payload=parse_payload(robot, values),
     )
 
 

@@ -194,6 +194,13 @@ class FramePositionTask(LinearTarget, Task):
         """Gains are per world axis (3 values) whatever the target set."""
         return 3
 
+    def axis_rows(self, values: np.ndarray) -> np.ndarray:
+        """Per-world-axis values on the constrained directions p_r: Σ_i p_r,i² v_i.
+
+        The values themselves for a point, and for a line or plane along the world axes.
+        """
+        return (self.selection**2) @ values
+
     @classmethod
     def parse_field(cls, robot: RobotModel, field: str, values: Mapping[str, object]) -> object:
         """`constraint` (point, line, plane; line and plane need an axis) and `axis` (3 values)."""

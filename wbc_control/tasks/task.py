@@ -11,7 +11,8 @@ error that enters K_p e is clipped in its direction, e ← e · min(1, e_max / �
 rows of one unit (position in m, orientation in rad, each posture joint in rad or m), as
 crisp_controllers' `error_clip` does; the reported error stays the true one. The hand then
 moves towards a far target at the speed and torque of an e_max error. The gains and the law are
-:mod:`wbc_control.tasks.pd_law`'s.
+:mod:`wbc_control.tasks.pd_law`'s; a task may add integral action (K_i, a bounded integral
+term: :mod:`wbc_control.tasks.integral`), which the controller adds to ẍ*.
 
 On every tick the controller calls :meth:`Task.write_terms` instead, which writes the same
 terms into arrays the controller keeps (the rows of the task in its priority level's stacked
@@ -41,6 +42,7 @@ import numpy.typing as npt
 
 from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_state import RobotState
+from wbc_control.tasks.integral import DEFAULT_MAX_INTEGRAL, IntegralAction
 from wbc_control.tasks.pd_law import PDGains, as_axis_vector, check_max_error
 
 if TYPE_CHECKING:
@@ -82,7 +84,10 @@ def as_slice(indices: np.ndarray) -> slice | np.ndarray:
 
 
 class TaskSpecLike(Protocol):
-    """What :meth:`Task.from_spec` reads of a validated task configuration."""
+    """What :meth:`Task.from_spec` reads of a validated task configuration.
+
+    Also, where present: `max_error`, `ki` and `max_integral` (defaults: none).
+    """
 
     kp: np.ndarray
     kd: np.ndarray | None
@@ -145,6 +150,9 @@ class Task(ABC):
         #: Counts the targets assigned (:meth:`assign_target`): a trajectory that sees it
         #: change knows a set-point replaced it.
         self.target_count = 0
+        #: The integral term of the law (:mod:`wbc_control.tasks.integral`), off until a K_i.
+        self.integral = IntegralAction(dim)
+        self._integral_gains: tuple[np.ndarray, np.ndarray] | None = None
 
     def row_groups(self) -> tuple[int, ...]:
         """The sizes of the runs of rows that share a unit (one per frame task's part).
@@ -185,6 +193,35 @@ class Task(ABC):
     def gains_size(self) -> int:
         """Number of per-axis gain values this task takes."""
         return self.dim
+
+    def set_integral_gains(self, ki: npt.ArrayLike, max_integral: npt.ArrayLike) -> None:
+        """K_i (1/s³) and the bound of the integral term, scalars or per axis like kp.
+
+        Raises:
+            InvalidShape: not a scalar or one value per axis.
+            InvalidValue: K_i negative, a bound not > 0, or not finite.
+        """
+        size = self.gains_size
+        ki_axes = as_axis_vector(ki, size, 'ki')
+        bound_axes = as_axis_vector(max_integral, size, 'max_integral')
+        if (ki_axes < 0.0).any():
+            raise InvalidValue(f'ki must be non-negative, got {ki_axes.tolist()}')
+        if not (bound_axes > 0.0).all():
+            raise InvalidValue(f'max_integral must be > 0, got {bound_axes.tolist()}')
+        self.integral.set_gains(self.axis_rows(ki_axes), self.axis_rows(bound_axes))
+        self._integral_gains = ki_axes, bound_axes
+
+    @property
+    def integral_gains(self) -> tuple[np.ndarray, np.ndarray]:
+        """K_i and the integral bound per axis (the `ki`, `max_integral` parameters)."""
+        if self._integral_gains is None:
+            size = self.gains_size
+            return np.zeros(size), np.full(size, DEFAULT_MAX_INTEGRAL)
+        return self._integral_gains
+
+    def axis_rows(self, values: np.ndarray) -> np.ndarray:
+        """Per-axis gain values `(gains_size,)` as per-row values `(dim,)` (here the same)."""
+        return values
 
     def compute(self, state: RobotState) -> TaskTerms:
         """Jacobian, drift, error, velocity and desired acceleration at the current tick.
@@ -298,15 +335,21 @@ class Task(ABC):
         task = cls(robot, target=target, kp=spec.kp, kd=spec.kd, **spec.options)
         task.target_pending = spec.target is None
         task.set_max_error(getattr(spec, 'max_error', 0.0))
+        ki = getattr(spec, 'ki', 0.0)
+        task.set_integral_gains(ki, getattr(spec, 'max_integral', DEFAULT_MAX_INTEGRAL))
         return task
 
     # Targets at runtime ------------------------------------------------------------------
 
     def assign_target(self, target: npt.ArrayLike) -> None:
-        """Replace the target (parameter format); the task no longer waits for a state."""
+        """Replace the target (parameter format); the task no longer waits for a state.
+
+        The integral term starts over: the offset it held was the old target's.
+        """
         self.set_target(target)
         self.target_pending = False
         self.target_count += 1
+        self.integral.reset()
 
     def set_target_from_state(self, state: RobotState) -> np.ndarray:
         """Hold the task where the robot is now (pink's `set_target_from_configuration`).
