@@ -79,14 +79,14 @@ class TickOutcome(NamedTuple):
 
 
 def _gave_way(result: ControllerResult) -> bool:
-    """Whether the tasks gave way to a constraint this tick, besides the torque limits.
+    """Whether the tasks gave way this tick, besides the torque limits: a switch under way.
 
-    Tasks scaled down to fit the limits, a switch of tasks or contacts under way: with a
-    saturated or rate-limited torque and a soft start, what freezes every integral term
-    (`wbc_control.tasks.integral`; a joint held at its limit freezes the tasks that move it:
-    `PrioritizedController.integrate`).
+    With a saturated or rate-limited torque and a soft start, what freezes every integral term
+    (`wbc_control.tasks.integral`; a joint held at a joint-limit bound freezes the tasks that
+    move it: `PrioritizedController.integrate`). A level held back by a friction cone or a
+    centre-of-pressure row keeps integrating within its `max_integral`.
     """
-    return result.task_scale < 1.0 or bool(result.transition.switching)
+    return bool(result.transition.switching)
 
 
 class ControllerLoop:
