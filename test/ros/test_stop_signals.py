@@ -20,14 +20,14 @@ import time
 
 import pytest
 
-from wbc_control.ros import runtime
+from wbc_control.ros import forced_exit, stop_signals
 
 
 @pytest.fixture
-def signals() -> Iterator[runtime._StopSignals]:
+def signals() -> Iterator[stop_signals.StopSignals]:
     """A handler installed for the test; the process's handlers and timers restored after."""
     previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
-    handler = runtime._StopSignals()
+    handler = stop_signals.StopSignals()
     yield handler
     if handler._deadline is not None:  # its forced exit must not end the test process
         handler._deadline.cancel()
@@ -64,12 +64,12 @@ def test_a_stop_while_spinning_raises_nothing(signals):
 HANGING_SHUTDOWN = textwrap.dedent(
     """
     import os, signal, time
-    from wbc_control.ros import runtime
+    from wbc_control.ros import stop_signals
 
     def a_shutdown_that_hangs():
         time.sleep(30.0)
 
-    signals = runtime._StopSignals()
+    signals = stop_signals.StopSignals()
     signals.spinning = True
     os.kill(os.getpid(), signal.SIGINT)
     a_shutdown_that_hangs()
@@ -90,7 +90,7 @@ def test_a_hanging_shutdown_is_ended_at_the_deadline_with_every_threads_stack():
     assert done.returncode == 0, done.stderr  # the forced exit is a requested stop
     assert 'forcing the exit' in done.stderr
     assert 'a_shutdown_that_hangs' in done.stderr, done.stderr  # where it hung
-    assert runtime.STOP_DEADLINE_S <= elapsed < runtime.STOP_DEADLINE_S + 20.0
+    assert forced_exit.STOP_DEADLINE_S <= elapsed < forced_exit.STOP_DEADLINE_S + 20.0
 
 
 SLOW_TEARDOWN = textwrap.dedent(
@@ -139,4 +139,4 @@ def test_a_middleware_slow_to_release_the_node_is_left_at_the_deadline_and_named
     stopped = float(done.stdout.split()[0])  # CLOCK_MONOTONIC: one clock for both processes
     # Left at the deadline, not after the 30 s teardown; the margin is the exit's on a loaded
     # machine, as for the hanging shutdown above.
-    assert runtime.STOP_DEADLINE_S <= ended - stopped < runtime.STOP_DEADLINE_S + 20.0
+    assert forced_exit.STOP_DEADLINE_S <= ended - stopped < forced_exit.STOP_DEADLINE_S + 20.0

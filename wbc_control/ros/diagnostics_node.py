@@ -32,17 +32,13 @@ from wbc_control.conditioning.monitor import (
 )
 from wbc_control.config.diagnostics import diagnostics_settings
 from wbc_control.config.schema import load_schema
-from wbc_control.exceptions import InvalidValue
+from wbc_control.exceptions import InvalidValue, StartupError
 from wbc_control.inputs.joint_states import JointStateDecoder, JointStateRejected
 from wbc_control.inputs.timing import ClockCheck
 from wbc_control.ros.log_throttle import ThrottledLog
 from wbc_control.ros.parameters import refuse_unknown
-from wbc_control.ros.runtime import (
-    StartupError,
-    declare_node_parameters,
-    load_robot_model,
-    run_node,
-)
+from wbc_control.ros.robot_source import declare_node_parameters, load_robot_model
+from wbc_control.ros.runtime import run_node
 
 NODE_NAME = 'wbc_diagnostics'
 CHECK_NAME = 'inertia conditioning'

@@ -27,18 +27,13 @@ from std_msgs.msg import Float64MultiArray
 
 from wbc_control.config.payload import PAYLOAD_PARAMETERS, parse_payload, payload_values
 from wbc_control.config.schema import load_schema
-from wbc_control.exceptions import WbcError
+from wbc_control.exceptions import StartupError, WbcError
 from wbc_control.model.payload import Payload
 from wbc_control.ros.log_throttle import ThrottledLog
 from wbc_control.ros.messages import fill_odometry
 from wbc_control.ros.parameters import refuse_unknown
-from wbc_control.ros.runtime import (
-    RobotSource,
-    StartupError,
-    declare_node_parameters,
-    load_robot_model,
-    run_node,
-)
+from wbc_control.ros.robot_source import RobotSource, declare_node_parameters, load_robot_model
+from wbc_control.ros.runtime import run_node
 from wbc_control.sim.mujoco_warnings import route_warnings, warning_key
 from wbc_control.sim.payload_body import SimulatedPayload
 from wbc_control.sim.settings import sim_settings
