@@ -15,6 +15,7 @@ CONSOLE_SCRIPTS = [
     'wbc_demo = wbc_control.demo.main:main',
     'wbc_bench = wbc_control.benchmark:main',
     'wbc_faults = wbc_control.faults.injection:main',
+    'wbc_out_of_reach = wbc_control.sim.out_of_reach:main',
 ]
 
 # The ROS 2 client libraries of one distribution, as PyPI wheels. The ros-<distro>-* names are

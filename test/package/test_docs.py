@@ -1,7 +1,7 @@
 """The documentation agrees with the code: generated pages, links, example commands, citations.
 
 README.md and docs/*.md are checked against what they describe: docs/parameters.md must be what
-tools/generate_parameter_docs.py renders from the schemas now; every relative link must reach a
+dev/generate_parameter_docs.py renders from the schemas now; every relative link must reach a
 file (and heading); every example command must name real executables, options, launch
 arguments, parameters (checked against the node's schema) and topics (checked against the
 names the nodes' source declares); every Python example must run. No file may cite a document
@@ -46,7 +46,7 @@ def page_id(path: Path) -> str:
 
 
 def load_generator():
-    path = REPO / 'tools' / 'generate_parameter_docs.py'
+    path = REPO / 'dev' / 'generate_parameter_docs.py'
     spec = importlib.util.spec_from_file_location('generate_parameter_docs', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -326,6 +326,7 @@ CHECKS: dict[str, Callable[[list[str]], None]] = {
     'wbc_demo': lambda args: parse_with('wbc_control.demo.main', args),
     'wbc_bench': lambda args: parse_with('wbc_control.benchmark.cli', args),
     'wbc_faults': lambda args: parse_with('wbc_control.faults.injection', args),
+    'wbc_out_of_reach': lambda args: parse_with('wbc_control.sim.out_of_reach', args),
     **{node: (lambda args, node=node: check_ros_args(node, args)) for node in NODES},
 }
 
@@ -371,7 +372,17 @@ UNAVAILABLE = re.compile(
     r'|design\.md|shared/seeds|\.\./shared|\bissues?\s#?\d+',
     re.I,
 )
-SCANNED = ['README.md', 'CHANGELOG.md', 'docs', 'wbc_control', 'launch', 'config', 'test', 'tools']
+SCANNED = [
+    'README.md',
+    'CHANGELOG.md',
+    'docs',
+    'wbc_control',
+    'launch',
+    'config',
+    'test',
+    'tools',
+    'dev',
+]
 
 
 def scanned_files() -> Iterator[Path]:

@@ -11,8 +11,8 @@ key):
     <!-- parameters wbc_controller payload.* tasks.<name>.ki -->
     <!-- end parameters -->
 
-    python tools/generate_parameter_docs.py           # rewrite docs/parameters.md and the tables
-    python tools/generate_parameter_docs.py --check   # exit 1 when a page is out of date
+    python dev/generate_parameter_docs.py           # rewrite docs/parameters.md and the tables
+    python dev/generate_parameter_docs.py --check   # exit 1 when a page is out of date
 """
 
 import argparse
@@ -34,7 +34,7 @@ from wbc_control.config.schema import (
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = REPO / 'docs' / 'parameters.md'
-COMMAND = 'python tools/generate_parameter_docs.py'
+COMMAND = 'python dev/generate_parameter_docs.py'
 SUFFIX = '_parameters.yaml'
 #: A table of some parameters in a page: node, name patterns, the table, the end marker.
 BLOCK = re.compile(r'(<!-- parameters (\S+) ([^>]*?) -->\n).*?(<!-- end parameters -->)', re.S)
