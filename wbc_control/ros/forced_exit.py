@@ -41,7 +41,7 @@ def arm_deadline() -> threading.Timer:
     deadline = threading.Timer(STOP_DEADLINE_S, force_exit)
     deadline.daemon = True
     deadline.start()
-    # A call holding the GIL past the deadline (test_shutdown once: an idle node held 10 s).
+    # A call holding the GIL keeps the deadline's thread from running: this one needs none.
     faulthandler.dump_traceback_later(STOP_DEADLINE_S + FAULTHANDLER_GRACE_S, exit=True)
     return deadline
 

@@ -45,8 +45,7 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
     node = executor = None
     code = 0
     try:
-        # Outer try: a stop signal while a start-up error is reported (launch stopping the
-        # others after one failed) ends without a traceback.
+        # Outer try: a stop while a start-up error is reported would print a traceback.
         try:
             node = factory()
             pinned = getattr(node, 'EXECUTOR', None)  # a node may need one kind
@@ -67,11 +66,11 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
             code = 1
             rclpy.logging.get_logger(name).fatal(str(error))
         except rclpy_implementation.RCLError:
-            # A signal invalidating the context mid-start-up is a stop, not an error.
+            # A signal invalidating the context mid-start-up raises RCLError: a stop, no error.
             if rclpy.ok():
                 raise
         except RuntimeError:
-            # A stop's KeyboardInterrupt raised inside rclpy's C++ comes out as pybind11's.
+            # A stop's KeyboardInterrupt inside rclpy's C++ surfaces as pybind11's RuntimeError.
             if not signals.stopping:
                 raise
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -84,7 +83,6 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
                 executor.shutdown(timeout_sec=0)
         finally:  # the node's teardown whatever the executor did
             shut_down(node, code, signals.stopped_at)
-            signals.ignore()
     return code
 
 

@@ -27,15 +27,6 @@ class StopSignals:
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, self._on_signal)
 
-    def ignore(self) -> None:
-        """Ignore both signals from now on, in the OS (rclpy is shut down).
-
-        A signal during Python's finalization, which puts SIG_DFL back, would kill the process
-        with -SIGINT instead of exit code 0 (test_shutdown, two SIGINTs).
-        """
-        for number in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(number, signal.SIG_IGN)
-
     def _on_signal(self, number: int, frame: FrameType | None) -> None:
         if self._deadline is None:  # a shutdown that hangs must not last until SIGKILL
             self.stopped_at = time.monotonic()
