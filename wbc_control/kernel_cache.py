@@ -28,9 +28,9 @@ HERE = Path(__file__).resolve().parent
 #: Every module of this package whose functions numba compiles, calls between them included
 #: (paths in the package).
 KERNEL_SOURCES = (
-    'control/contact_kernel.py',
-    'control/joint_limits.py',
-    'control/torque_limits.py',
+    'control/contact/contact_kernel.py',
+    'control/constraints/joint_limits.py',
+    'control/constraints/torque_limits.py',
     'model/mass_inverse.py',
     'tasks/pd_law.py',
 )

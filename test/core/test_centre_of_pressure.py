@@ -5,8 +5,11 @@ import pinocchio as pin
 import pytest
 from robots import robot
 
-from wbc_control.control.centre_of_pressure import ROWS_PER_SOLE, centre_of_pressure_rows
-from wbc_control.control.contacts import Contact
+from wbc_control.control.constraints.centre_of_pressure import (
+    ROWS_PER_SOLE,
+    centre_of_pressure_rows,
+)
+from wbc_control.control.contact.contacts import Contact
 
 HALF = np.array([0.1, 0.06])  # X, Y
 MU = 0.5

@@ -7,9 +7,9 @@ import pytest
 from robots import random_state, robot
 
 from wbc_control.config.settings import parse_contacts
-from wbc_control.control.command_output import CommandOutput
-from wbc_control.control.contacts import contact_jacobian, holding_torque
-from wbc_control.control.torque_limits import TorqueLimiter
+from wbc_control.control.constraints.torque_limits import TorqueLimiter
+from wbc_control.control.contact.contacts import contact_jacobian, holding_torque
+from wbc_control.control.loop.command_output import CommandOutput
 
 FEET = ['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT']
 

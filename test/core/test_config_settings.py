@@ -12,7 +12,7 @@ from wbc_control.config.settings import (
     root_link,
     update_settings,
 )
-from wbc_control.control.contacts import ContactType
+from wbc_control.control.contact.contacts import ContactType
 from wbc_control.exceptions import (
     InvalidShape,
     InvalidTaskConfig,

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 import numpy as np
 from robots import random_state, robot
 
-from wbc_control.control.contacts import (
+from wbc_control.control.contact.contacts import (
     Contact,
     base_contact_forces,
     contact_jacobian,

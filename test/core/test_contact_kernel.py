@@ -14,8 +14,8 @@ from oracles.constrained_dynamics import SCHUR_MIN_RCOND, dagger_terms, schur_te
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.contact_kernel import base_forces
-from wbc_control.control.contacts import (
+from wbc_control.control.contact.contact_kernel import base_forces
+from wbc_control.control.contact.contacts import (
     NORMAL_EQUATIONS_MAX_CONDITION,
     Contact,
     base_contact_forces,

@@ -10,19 +10,19 @@ from wbc_control.config import build_entries, parse_task
 from wbc_control.config.live import apply_live_update, plan_live_update
 from wbc_control.config.settings import parse_controller_settings
 from wbc_control.config.tasks import task_specs
-from wbc_control.control.contact_transitions import (
-    StackKey,
-    StackSwitcher,
-    smoothstep,
-    validate_transition_time,
-)
-from wbc_control.control.contacts import (
+from wbc_control.control.contact.contacts import (
     Contact,
     base_contact_forces,
     contact_jacobian,
     contact_row_weights,
 )
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.control.switching.contact_transitions import (
+    StackKey,
+    StackSwitcher,
+    smoothstep,
+    validate_transition_time,
+)
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError, WbcError
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import ComTask, FrameOrientationTask, FramePositionTask, JointPostureTask

@@ -7,7 +7,7 @@ from oracles.constrained_dynamics import dagger_terms
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.contacts import (
+from wbc_control.control.contact.contacts import (
     MOMENT_ARM_M,
     Contact,
     contact_force_reports,

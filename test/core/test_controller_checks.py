@@ -4,7 +4,7 @@ import numpy as np
 from robots import robot
 
 from wbc_control.config import build_entries, parse_tasks
-from wbc_control.control.controller_checks import (
+from wbc_control.control.loop.controller_checks import (
     InputState,
     Severity,
     clipping_tasks,
@@ -14,8 +14,8 @@ from wbc_control.control.controller_checks import (
     tasks_check,
     torques_check,
 )
+from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import PrioritizedController
-from wbc_control.control.tick_statistics import TickStatistics
 from wbc_control.model.robot_state import RobotState
 
 JOINTS = robot('panda').joint_names

@@ -7,10 +7,10 @@ import pytest
 from robots import robot
 
 from wbc_control.config import build_entries, parse_tasks
-from wbc_control.control.command_output import CommandOutput
-from wbc_control.control.controller_loop import ControllerLoop
+from wbc_control.control.constraints.torque_limits import TorqueLimiter
+from wbc_control.control.loop.command_output import CommandOutput
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.control.prioritized_controller import PrioritizedController
-from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidValue
 from wbc_control.inputs.trajectory_follower import TaskTrajectories, trajectory_tasks
 from wbc_control.inputs.trajectory_points import TrajectoryPoints

@@ -1,7 +1,8 @@
 """The equality case: where no inequality binds, the cascade is Khatib's recursion.
 
 With the effort limits out of reach, no joint limits, friction pyramids that hold no force
-back and no weak direction, the hierarchical least squares (`wbc_control.control.cascade`)
+back and no weak direction, the hierarchical least squares
+(`wbc_control.control.hierarchy.cascade`)
 must give the joint accelerations of the dynamically consistent recursion (Khatib 1987, eq 30;
 Sentis & Khatib 2005, eq 13), contacts as its first level: `hierarchy_oracle.recursion`,
 written from the formulas with numpy's eigendecomposition. docs/theory.md, "The equality
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.contacts import Contact, contact_jacobian
+from wbc_control.control.contact.contacts import Contact, contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import ComTask, FramePoseTask, FramePositionTask, JointPostureTask

@@ -16,7 +16,7 @@ from oracles.constrained_dynamics import dagger_terms, schur_dagger_terms
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.contacts import Contact, contact_jacobian
+from wbc_control.control.contact.contacts import Contact, contact_jacobian
 
 seeds = st.integers(0, 2**31 - 1)
 

@@ -1,4 +1,4 @@
-"""The joint limits' viability bounds (wbc_control.control.joint_limits), alone and in rollouts.
+"""The joint limits' viability bounds (`control.constraints.joint_limits`), alone and in rollouts.
 
 The bounds are checked against an independent numpy computation of their formula (Del Prete
 2018's viability, v² ≤ 2 aᵦ d, tracked at the rate k and never asking more than aᵦ), on both
@@ -14,16 +14,16 @@ import pinocchio as pin
 import pytest
 from robots import robot
 
-from wbc_control.control.command_output import CommandOutput
-from wbc_control.control.controller_loop import ControllerLoop
-from wbc_control.control.joint_limits import (
+from wbc_control.control.constraints.joint_limits import (
     BRAKING_SHARE,
     MIN_BRAKING_SHARE,
     OVERSPEED_RESPONSE,
     JointLimits,
 )
+from wbc_control.control.constraints.torque_limits import TorqueLimiter
+from wbc_control.control.loop.command_output import CommandOutput
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.exceptions import InvalidShape, InvalidValue
 from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel

@@ -14,7 +14,7 @@ import numba
 import pytest
 
 from wbc_control import kernel_cache
-from wbc_control.control import joint_limits
+from wbc_control.control.constraints import joint_limits
 from wbc_control.kernel_cache import KERNEL_SOURCES, PREFIX, kernel, sources_digest
 
 PACKAGE = Path(kernel_cache.__file__).resolve().parent

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.contacts import (
+from wbc_control.control.contact.contacts import (
     Contact,
     cone_check_terms,
     contact_force_reports,
     may_leave_friction_cone,
 )
 from wbc_control.control.controller_types import ContactReports, LazyReports
+from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.control.tick_statistics import TickStatistics
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import ComTask, FramePositionTask, JointPostureTask
 

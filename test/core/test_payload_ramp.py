@@ -9,7 +9,7 @@ from robots import example_urdf
 from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
 from wbc_control.config.assembly import build_loop
 from wbc_control.config.live import plan_live_update
-from wbc_control.control.payload_ramp import PayloadRamp
+from wbc_control.control.loop.payload_ramp import PayloadRamp
 from wbc_control.exceptions import FrameNotFound
 from wbc_control.model.payload import NO_PAYLOAD, Payload
 from wbc_control.model.robot_model import RobotModel

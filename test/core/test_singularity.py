@@ -11,7 +11,7 @@ import pinocchio as pin
 import pytest
 from robots import robot, shipped_controller, shipped_parameters
 
-from wbc_control.control.contacts import contact_jacobian
+from wbc_control.control.contact.contacts import contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import FramePoseTask, FramePositionTask, JointPostureTask

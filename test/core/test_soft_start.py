@@ -1,9 +1,9 @@
-"""The soft start and soft stop ramps (wbc_control.control.soft_start)."""
+"""The soft start and soft stop ramps (wbc_control.control.loop.soft_start)."""
 
 import numpy as np
 import pytest
 
-from wbc_control.control.soft_start import SoftStart, SoftStop
+from wbc_control.control.loop.soft_start import SoftStart, SoftStop
 from wbc_control.exceptions import InvalidValue
 
 TASK = np.array([28.9, -10.0, 3.0])

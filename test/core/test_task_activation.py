@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.contacts import Contact, contact_jacobian
+from wbc_control.control.contact.contacts import Contact, contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.tasks import ComTask, FrameOrientationTask, FramePositionTask, JointPostureTask
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.contacts import Contact
+from wbc_control.control.contact.contacts import Contact
 from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue
 from wbc_control.tasks import (
     ComTask,

@@ -3,7 +3,7 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 
-from wbc_control.control.torque_limits import TorqueLimiter, fits
+from wbc_control.control.constraints.torque_limits import TorqueLimiter, fits
 from wbc_control.exceptions import InvalidShape, InvalidValue
 
 

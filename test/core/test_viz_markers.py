@@ -14,7 +14,7 @@ from robots import robot, shipped_parameters
 from wbc_control.config import build_entries, parse_tasks
 from wbc_control.config.assembly import build_loop
 from wbc_control.config.settings import parse_contacts, parse_controller_settings
-from wbc_control.control.controller_loop import ControllerLoop
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.viz.markers import (
     FORCE_SCALE_M_PER_N,

@@ -1,7 +1,8 @@
 """Dagger terms of the constrained-dynamics block matrix: a reference the tests hold to Johnson.
 
-The controller solves contacts inside its hierarchical least squares (`control.cascade`) and
-calls none of this; tests use it as the independent contact dynamics of the equality case.
+The controller solves contacts inside its hierarchical least squares
+(`wbc_control.control.hierarchy.cascade`) and calls none of this; tests use it as the
+independent contact dynamics of the equality case.
 
 Equation numbers are those of A. M. Johnson, "Block Matrix Solutions" (2024 lecture notes).
 Rigid contacts add the velocity constraint A q̇ = 0 to the equations of motion

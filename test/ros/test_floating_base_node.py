@@ -19,7 +19,7 @@ from rclpy.parameter import Parameter
 from robots import core_controller, robot
 from sensor_msgs.msg import JointState
 
-from wbc_control.control.contacts import holding_torque
+from wbc_control.control.contact.contacts import holding_torque
 from wbc_control.control.prioritized_controller import ControllerResult
 from wbc_control.model.example_robots import example_robot_urdf
 from wbc_control.model.robot_state import RobotState

@@ -17,7 +17,7 @@ import yaml
 
 from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
 from wbc_control.config.assembly import build_loop
-from wbc_control.control.controller_loop import ControllerLoop
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.model.robot_state import RobotState
 from wbc_control.sim.simulation import MujocoSimulation
 

@@ -27,7 +27,7 @@ from wbc_control.config import (
     parse_tasks,
 )
 from wbc_control.config.assembly import build_loop
-from wbc_control.control.controller_loop import ControllerLoop
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState

@@ -118,7 +118,7 @@ def count_calls(scenario: Scenario, ticks: int = CALL_COUNT_TICKS, seed: int = 1
     `python` counts calls of Python functions, `c` calls of C functions (numpy, Pinocchio,
     builtins) made from Python; `total` is their sum, the per-call overhead a tick pays.
     The tick function itself is one of the Python calls. `by_module` splits `total` by the
-    module that makes the call (`wbc_control/control/cascade.py`, ...; calls made from
+    module that makes the call (`wbc_control/control/hierarchy/cascade.py`, ...; calls made from
     outside the package, e.g. inside numpy's Python wrappers, count for `other`).
     """
     robot = scenario.robot
@@ -173,7 +173,7 @@ def _by_module(callers: dict[str, int], ticks: int) -> dict[str, float]:
 
 
 def package_module(filename: str) -> str:
-    """`wbc_control/control/cascade.py` for a file of this package, else 'other'."""
+    """`wbc_control/control/hierarchy/cascade.py` for a file of this package, else 'other'."""
     path = Path(filename).resolve() if filename.startswith('/') else None
     if path is None or _PACKAGE not in path.parents:
         return 'other'

@@ -12,12 +12,12 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control.config.settings import ControllerSettings
-from wbc_control.control.command_output import CommandOutput
-from wbc_control.control.contacts import Contact
-from wbc_control.control.controller_loop import ControllerLoop
-from wbc_control.control.joint_limits import JointLimits
+from wbc_control.control.constraints.joint_limits import JointLimits
+from wbc_control.control.constraints.torque_limits import TorqueLimiter
+from wbc_control.control.contact.contacts import Contact
+from wbc_control.control.loop.command_output import CommandOutput
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.control.torque_limits import TorqueLimiter
 from wbc_control.inputs.joint_states import JointStateDecoder
 from wbc_control.inputs.odometry import OdometryDecoder, StatePairing
 from wbc_control.model.robot_model import RobotModel

@@ -3,7 +3,7 @@
 Live are the parameters the schema marks `read_only: false`: the task fields kp, kd, target,
 weight, max_error, active, ki and max_integral, `contacts`, `payload.*` (the new payload is
 `LiveUpdate.settings.payload`, which the controller loop ramps in:
-:meth:`~wbc_control.control.controller_loop.ControllerLoop.set_payload`), and the settings of
+:meth:`~wbc_control.control.loop.controller_loop.ControllerLoop.set_payload`), and the settings of
 :data:`~wbc_control.config.settings.LIVE_SETTINGS`.
 
 The node validates a `ros2 param set` batch in its on-set callback with
@@ -32,7 +32,7 @@ from wbc_control.config.tasks import (
     task_fields,
     task_specs,
 )
-from wbc_control.control.contacts import Contact
+from wbc_control.control.contact.contacts import Contact
 from wbc_control.control.prioritized_controller import PrioritizedController, validate_weight
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel

@@ -24,7 +24,7 @@ from wbc_control.config._coerce import (
 )
 from wbc_control.config.payload import PAYLOAD_PARAMETERS, parse_payload
 from wbc_control.config.schema import load_schema
-from wbc_control.control.contacts import Contact
+from wbc_control.control.contact.contacts import Contact
 from wbc_control.exceptions import InvalidShape, InvalidTaskConfig, InvalidValue, ModelError
 from wbc_control.model.payload import NO_PAYLOAD, Payload
 from wbc_control.model.robot_model import RobotModel
@@ -72,7 +72,7 @@ class ControllerSettings:
         torque_rate_limits: per actuated joint (N m/s; inf = none), `(n_act,)`.
         joint_state_timeout: seconds without a valid joint state before the safe command.
         stale_command: safe command while stale: 'zero' or 'gravity' (the holding torque of
-            :func:`wbc_control.control.contacts.holding_torque` at the last state).
+            :func:`wbc_control.control.contact.contacts.holding_torque` at the last state).
         singular_value_threshold: ε of the regularized task-space inertia, in (0, 1).
         world_frame: frame_id accepted (besides '') for targets and odometry.
         diagnostics_rate: /diagnostics rate (Hz); 0 disables it.
@@ -90,7 +90,7 @@ class ControllerSettings:
         joint_limits: enforce the URDF position and velocity limits.
         joint_limit_margin, joint_limit_response: where the joints stop and how fast their
             speed is brought under its ceiling
-            (:class:`~wbc_control.control.joint_limits.JointLimits`).
+            (:class:`~wbc_control.control.constraints.joint_limits.JointLimits`).
         max_joint_acceleration: the braking per actuated joint (NaN: from the effort limits).
         contact_transition_time: load transfer of a contact switch (s).
         task_transition_time: fade of a task switched on or off (s).
@@ -98,7 +98,7 @@ class ControllerSettings:
             :mod:`wbc_control.cpu_latency`).
         markers_rate: ~/markers rate (Hz); 0 publishes none.
         payload: the payload the model carries (`payload.*`; live, ramped in over
-            `soft_start_time`: :mod:`wbc_control.control.payload_ramp`).
+            `soft_start_time`: :mod:`wbc_control.control.loop.payload_ramp`).
     """
 
     command_joints: tuple[str, ...]

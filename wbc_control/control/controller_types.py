@@ -6,13 +6,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from wbc_control.control.contact_transitions import TransitionReport
-from wbc_control.control.contacts import (
+from wbc_control.control.contact.contacts import (
     Contact,
     ContactForceReport,
     contact_force_reports,
     may_leave_friction_cone,
 )
+from wbc_control.control.switching.contact_transitions import TransitionReport
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.tasks.task import Task, TaskTerms
 

@@ -4,7 +4,8 @@ The law is a hierarchical least-squares problem on x = (q̈, f) (joint accelerat
 floating base, contact forces): hard constraints (rigid contacts, the base rows of the
 dynamics, the command's torque range, joint-limit bounds, friction pyramids), then each
 priority level's task-acceleration residual, then the least kinetic energy; near a singularity
-a level is regularised towards the motion of the levels below (`wbc_control.control.cascade`;
+a level is regularised towards the motion of the levels below
+(`wbc_control.control.hierarchy.cascade`;
 Kanoun, Lamiraux & Wieber 2011; Escande, Mansard & Wieber 2014). Where no inequality binds and
 no level is weak, its solution is the recursion of Khatib (1987) and Sentis & Khatib (2005)
 with the dynamically consistent inverse J̄ (Khatib 1987, eq 30)::
@@ -23,8 +24,8 @@ base comes with the contact forces of the same problem, inside their friction py
 
 Contacts (`set_contacts`) and tasks (`set_active`) switch at run time: a tick during a switch
 solves the stack before and the stack after it and blends their torques, with a load transfer
-between the contacts (:mod:`wbc_control.control.contact_transitions`,
-:mod:`wbc_control.control.task_activation`).
+between the contacts (:mod:`wbc_control.control.switching.contact_transitions`,
+:mod:`wbc_control.control.switching.task_activation`).
 """
 
 from collections.abc import Sequence
@@ -33,16 +34,11 @@ import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
-from wbc_control.control.cascade import CascadeResult, HardConstraints, LevelRows, solve_cascade
-from wbc_control.control.centre_of_pressure import centre_of_pressure_rows
-from wbc_control.control.contact_transitions import (
-    DEFAULT_CONTACT_TRANSITION_TIME,
-    DEFAULT_TASK_TRANSITION_TIME,
-    BlendPart,
-    StackSwitcher,
-    row_load_shares,
-)
-from wbc_control.control.contacts import (
+from wbc_control.control.constraints.centre_of_pressure import centre_of_pressure_rows
+from wbc_control.control.constraints.friction import friction_rows
+from wbc_control.control.constraints.joint_limits import JointLimits
+from wbc_control.control.constraints.torque_limits import TorqueLimiter
+from wbc_control.control.contact.contacts import (
     Contact,
     base_contact_forces,
     constraint_buffers,
@@ -56,11 +52,26 @@ from wbc_control.control.controller_types import (
     validate_threshold,
     validate_weight,
 )
-from wbc_control.control.friction import friction_rows
-from wbc_control.control.joint_limits import JointLimits
-from wbc_control.control.task_activation import Stack, Stacks, blend_results, task_reports
-from wbc_control.control.tick_reports import level_health
-from wbc_control.control.torque_limits import TorqueLimiter
+from wbc_control.control.hierarchy.cascade import (
+    CascadeResult,
+    HardConstraints,
+    LevelRows,
+    solve_cascade,
+)
+from wbc_control.control.hierarchy.tick_reports import level_health
+from wbc_control.control.switching.contact_transitions import (
+    DEFAULT_CONTACT_TRANSITION_TIME,
+    DEFAULT_TASK_TRANSITION_TIME,
+    BlendPart,
+    StackSwitcher,
+    row_load_shares,
+)
+from wbc_control.control.switching.task_activation import (
+    Stack,
+    Stacks,
+    blend_results,
+    task_reports,
+)
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError, SingularConstraint
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -92,12 +103,12 @@ class PrioritizedController:
         robot: the robot model (a floating base needs at least one contact).
         entries: the tasks; names must be unique.
         singular_value_threshold: ε, the ratio of singular values below which a level's
-            direction is weak and regularised (`wbc_control.control.cascade`).
+            direction is weak and regularised (`wbc_control.control.hierarchy.cascade`).
         effort_limits: per actuated joint; defaults to the URDF's.
         torque_rate_limits: per actuated joint (N m/s); default none.
         contacts: frames in rigid contact, the top priority.
         friction_coefficient: μ of the contacts' friction pyramids.
-        joint_limits: the joints' acceleration bounds (`wbc_control.control.joint_limits`);
+        joint_limits: the joints' acceleration bounds (`control.constraints.joint_limits`);
             None: position and velocity limits are not enforced.
         contact_transition_time: load transfer of a contact switch (s).
         task_transition_time: fade of a task switched on or off (s).
@@ -338,7 +349,7 @@ class PrioritizedController:
         )
 
     def _cascade(self, state, target, constraint, bounds, window) -> CascadeResult:
-        """X = (q̈, f) of the hierarchical least squares (`wbc_control.control.cascade`).
+        """X = (q̈, f) of the hierarchical least squares (`wbc_control.control.hierarchy.cascade`).
 
         Where the joint bounds and the hard constraints have no common solution (a joint far
         beyond its wall, a torque range too narrow to brake it), the joint bounds become soft:

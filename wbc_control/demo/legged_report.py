@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wbc_control.control.contacts import CONE_TOLERANCE, Contact, contact_jacobian
+from wbc_control.control.contact.contacts import CONE_TOLERANCE, Contact, contact_jacobian
 from wbc_control.demo.legged import LeggedScenario, path
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState

@@ -8,7 +8,7 @@ safe command over `soft_stop_time` and then publishes nothing, `cleanup` release
 commanding and releases everything. With `autostart` (the default) the node configures and
 activates itself as it starts, and a configure failure is a start-up error.
 
-Wiring only; the work is in :class:`~wbc_control.control.controller_loop.ControllerLoop`. This
+Wiring only; the work is in :class:`~wbc_control.control.loop.controller_loop.ControllerLoop`. This
 module builds and releases the node's topics and timers; its callbacks are in
 :mod:`~wbc_control.ros.controller_lifecycle` (transitions),
 :mod:`~wbc_control.ros.controller_inputs` (`joint_states`, `odom`, clock jumps),
@@ -39,7 +39,7 @@ from wbc_control.config import build_entries
 from wbc_control.config.assembly import build_inputs, build_loop
 from wbc_control.config.live import LiveUpdate
 from wbc_control.config.schema import load_schema
-from wbc_control.control.controller_loop import ControllerLoop
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.cpu_latency import CpuLatencyRequest, CpuLatencyUnavailable
 from wbc_control.exceptions import StartupError
 from wbc_control.inputs.timing import check_period

@@ -1,7 +1,7 @@
 """The controller node's outputs: the command per tick, the watchdog's safe command, /diagnostics.
 
 A mixin of :class:`~wbc_control.ros.controller_node.ControllerNode`; the work is in
-:class:`~wbc_control.control.controller_loop.ControllerLoop` and the status texts in
+:class:`~wbc_control.control.loop.controller_loop.ControllerLoop` and the status texts in
 :mod:`wbc_control.ros.controller_status`. A watchdog on the steady clock sends the safe command
 while no tick ran for `joint_state_timeout` s.
 """
@@ -11,8 +11,8 @@ import time
 import numpy as np
 from rclpy.time import Time
 
-from wbc_control.control import controller_checks as checks
-from wbc_control.control.controller_loop import Mode
+from wbc_control.control.loop import controller_checks as checks
+from wbc_control.control.loop.controller_loop import Mode
 from wbc_control.inputs.joint_states import JointSample
 from wbc_control.inputs.odometry import BaseSample
 from wbc_control.ros import controller_status as status

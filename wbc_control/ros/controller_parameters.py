@@ -24,7 +24,7 @@ from wbc_control.config import (
     unknown_task_parameters,
 )
 from wbc_control.config.schema import ParameterSchema, unknown_parameter_message
-from wbc_control.control.contacts import Contact
+from wbc_control.control.contact.contacts import Contact
 from wbc_control.exceptions import StartupError
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.ros.parameters import check_overrides, declare, declare_group, given_parameters

@@ -1,7 +1,7 @@
 """The controller's /diagnostics message: formats the checks of :mod:`controller_checks`.
 
 Nothing is decided here: levels and summaries come from
-:mod:`wbc_control.control.controller_checks`; this module gathers their inputs from the
+:mod:`wbc_control.control.loop.controller_checks`; this module gathers their inputs from the
 controller loop and turns them into diagnostic_msgs/DiagnosticStatus named "<node>: <check>"
 with the robot as hardware id. It also words the node's start-up line.
 """
@@ -14,9 +14,9 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
 
 from wbc_control.config import ControllerSettings
-from wbc_control.control import controller_checks as checks
-from wbc_control.control.controller_checks import Check, Severity
-from wbc_control.control.controller_loop import ControllerLoop
+from wbc_control.control.loop import controller_checks as checks
+from wbc_control.control.loop.controller_checks import Check, Severity
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.control.prioritized_controller import PrioritizedController
 
 _LEVELS = {

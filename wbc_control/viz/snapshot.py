@@ -9,7 +9,7 @@ while a constraint acted on the tick (joints held at a joint bound, or torques a
 their effort or rate range); a residual without one is
 the strict priority of a higher level or a singularity, not a constraint.
 
-Built by :func:`snapshot` from a :class:`~wbc_control.control.controller_loop.ControllerLoop`
+Built by :func:`snapshot` from a :class:`~wbc_control.control.loop.controller_loop.ControllerLoop`
 between ticks; :mod:`wbc_control.viz.markers` draws it. Nothing here imports ROS.
 """
 
@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.control.controller_loop import ControllerLoop
 from wbc_control.control.controller_types import ControllerResult, TaskReport
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.com import ComTask
 from wbc_control.tasks.frame_orientation import FrameOrientationTask

@@ -4,7 +4,7 @@ A task's `active` flag (and the live contact set) selects a *stack*: the priorit
 of the active tasks, below the contacts in force. Switching a task off or on fades its effect
 out or in over `task_transition_time` by an activation-weighted blend of two strictly
 prioritized solutions, the stack with the task and the stack without it
-(:mod:`wbc_control.control.contact_transitions` schedules it)::
+(:mod:`wbc_control.control.switching.contact_transitions` schedules it)::
 
     q̈ = (1 − s) q̈_from + s q̈_to,    τ = (1 − s) τ_from + s τ_to
 
@@ -26,7 +26,7 @@ guarantees here:
 
 With a contact switch the two stacks differ in their contacts: a contact common to both is
 held exactly throughout; the leaving (arriving) one is released (closed) with the load transfer
-of :mod:`~wbc_control.control.contact_transitions`.
+of :mod:`~wbc_control.control.switching.contact_transitions`.
 """
 
 from collections.abc import Mapping, Sequence
@@ -35,12 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.control.contact_transitions import (
-    StackKey,
-    StackSwitcher,
-    blended_contact_reports,
-)
-from wbc_control.control.contacts import (
+from wbc_control.control.contact.contacts import (
     Contact,
     ContactType,
     cone_check_terms,
@@ -54,7 +49,12 @@ from wbc_control.control.controller_types import (
     TaskReport,
     validate_weight,
 )
-from wbc_control.control.generic_ranks import sampled_generic_ranks
+from wbc_control.control.hierarchy.generic_ranks import sampled_generic_ranks
+from wbc_control.control.switching.contact_transitions import (
+    StackKey,
+    StackSwitcher,
+    blended_contact_reports,
+)
 from wbc_control.exceptions import InvalidTaskConfig, ModelError
 from wbc_control.model.robot_model import RobotModel
 
@@ -99,7 +99,7 @@ def build_stack(
     A task that a contact holds completely (:func:`held_by_contact`) sits out while it does.
 
     Built outside the tick: the generic ranks are sampled at random configurations
-    (:func:`~wbc_control.control.generic_ranks.sampled_generic_ranks`).
+    (:func:`~wbc_control.control.hierarchy.generic_ranks.sampled_generic_ranks`).
     """
     unknown = sorted(key.inactive - {entry.name for entry in entries})
     if unknown:

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.linalg import get_lapack_funcs
 
-from wbc_control.control.contact_kernel import base_forces
+from wbc_control.control.contact.contact_kernel import base_forces
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -183,7 +183,7 @@ def base_contact_forces(
     a contact switch), the weighted minimum norm
     min Σ f_i² / w_i: f = W^½ (A_bᵀ W^½)⁺ (M q̈ + h)_b. A row of share 0 carries no force;
     as a share falls to 0 its force does too, continuously, while the other contacts span the
-    base wrench (the load transfer of `wbc_control.control.contact_transitions`).
+    base wrench (the load transfer of `wbc_control.control.switching.contact_transitions`).
 
     Where the normal equations are well conditioned, one compiled call
     (`contact_kernel.base_forces`); else `minimum_norm_solution`'s least squares.

@@ -5,7 +5,7 @@ weight times its lever arm (about 10 N m on a Panda's shoulder): a torque step, 
 limit turns into a kick and a driver like Franka's refuses. The model's payload therefore moves
 from the payload in force to the new one over `duration_s`, as a blend of the two in dynamic
 parameters (:func:`wbc_control.model.payload.blend`), α = clamp((t − t₀) / duration, 0, 1) as in
-:class:`~wbc_control.control.soft_start.SoftStart`:
+:class:`~wbc_control.control.loop.soft_start.SoftStart`:
 
     π(t) = (1 − α) π_from + α π_to
 
@@ -14,7 +14,7 @@ ramp is under way starts a new ramp from the blend reached. The ramp starts at t
 after the change and applies at each tick before the state is updated.
 """
 
-from wbc_control.control.soft_start import SoftStart
+from wbc_control.control.loop.soft_start import SoftStart
 from wbc_control.model.payload import NO_PAYLOAD, Payload, blend
 from wbc_control.model.robot_model import RobotModel
 

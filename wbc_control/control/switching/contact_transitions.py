@@ -13,7 +13,7 @@ Load transfer (the contact-force ramp of TSID, Del Prete et al. 2016, whose cont
 lowers the leaving contact's maximum normal force to zero over the transition; here without a
 QP): the contact forces of each stack are the weighted minimum-norm distribution
 min Σ ‖f_i‖² / w_i subject to A_bᵀ f = M_b q̈ + h_b
-(:func:`wbc_control.control.contacts.base_contact_forces`). A leaving contact keeps its
+(:func:`wbc_control.control.contact.contacts.base_contact_forces`). A leaving contact keeps its
 constraint in the `from` stack, with its load share w = 1 − s, so its force falls to zero while
 the others take its load; an arriving contact enters the `to` stack with w = s. When s = 1 the
 leaving contact's constraint is dropped (its frame is then an ordinary frame task's to move)
@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.control.contacts import Contact, ContactForceReport, contact_force_reports
+from wbc_control.control.contact.contacts import Contact, ContactForceReport, contact_force_reports
 from wbc_control.exceptions import InvalidValue
 
 #: Default duration (s) of a contact's load transfer and of a task's fade.

@@ -6,9 +6,9 @@ contact forces. Every level keeps the hard constraints
     A q̈ = −Ȧq̇                              rigid contacts (Johnson 2024, eq 19)
     M_b q̈ + h_b = A_bᵀ f                   the unactuated base rows of M q̈ + h = Sᵀτ + Aᵀf
     τ⁻ ≤ M_a q̈ + h_a − A_aᵀ f ≤ τ⁺          the command's range (effort and rate limits)
-    a⁻ ≤ q̈ᵢ ≤ a⁺                           joint limits (`wbc_control.control.joint_limits`)
+    a⁻ ≤ q̈ᵢ ≤ a⁺                           joint limits (`control.constraints.joint_limits`)
     C f ≤ 0                                 friction pyramids, unilateral normal forces
-                                            (`wbc_control.control.friction`)
+                                            (`control.constraints.friction`)
 
 and, level k = 1, 2, ... in turn, minimises its acceleration residual without changing what
 the levels above achieved (the cascade of Kanoun, Lamiraux & Wieber 2011, eq 9; Escande,

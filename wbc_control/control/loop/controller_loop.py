@@ -8,7 +8,7 @@ Times are seconds of the node's clock (simulated with `use_sim_time`); the watch
 runs on the monotonic wall clock, so a stopped or rewound simulated clock still expires it.
 After start-up, a stale period or a restart (:meth:`ControllerLoop.restart`: the clock or the
 publisher's stamps jumped back) the command ramps to the task torque over `soft_start_time`
-(:class:`~wbc_control.control.soft_start.SoftStart`) from the gravity safe command, the
+(:class:`~wbc_control.control.loop.soft_start.SoftStart`) from the gravity safe command, the
 holding torque: whatever `stale_command` is, a robot that does not compensate gravity itself
 must not fall during the ramp (for one that does, the holding command is zero on a fixed
 base). With the joint-limit level the ramp acts on the tasks instead: every task's commanded
@@ -20,14 +20,14 @@ A managed controller (the ROS 2 node lifecycle) starts and stops commanding thro
 :meth:`ControllerLoop.activate` and :meth:`ControllerLoop.deactivate` (:class:`Mode`). Activating
 starts over as after start-up: the next state ticks with the soft start, the watchdog gives it
 the start's grace. Deactivating ramps the command from the task torque to the safe command
-(`stale_command`) over `soft_stop_time` (:class:`~wbc_control.control.soft_start.SoftStop`,
+(`stale_command`) over `soft_stop_time` (:class:`~wbc_control.control.loop.soft_start.SoftStop`,
 blending the torque whatever the joint-limit level does, since the safe command does not keep
 it), within the effort and rate limits: the stop ends at the first tick whose command is the
 safe command itself (the rate limit can hold it back past `soft_stop_time`), or when the
 watchdog sends the safe command, and from then on nothing is sent.
 
 A payload set at run time (:meth:`ControllerLoop.set_payload`) enters the model the tick
-computes M, h and g with over the same time (:mod:`~wbc_control.control.payload_ramp`).
+computes M, h and g with over the same time (:mod:`~wbc_control.control.loop.payload_ramp`).
 Tasks with integral action add the tick's error to their integral term after the tick, over
 the time since the last one, unless the tick gave way to a constraint or a soft start or stop
 is under way (:mod:`~wbc_control.tasks.integral`).
@@ -41,11 +41,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.control.command_output import CommandOutput
-from wbc_control.control.payload_ramp import PayloadRamp
+from wbc_control.control.loop.command_output import CommandOutput
+from wbc_control.control.loop.payload_ramp import PayloadRamp
+from wbc_control.control.loop.soft_start import SoftStart, SoftStop
+from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import ControllerResult, PrioritizedController
-from wbc_control.control.soft_start import SoftStart, SoftStop
-from wbc_control.control.tick_statistics import TickStatistics
 from wbc_control.exceptions import WbcError
 from wbc_control.inputs.timing import Watchdog
 from wbc_control.model.payload import NO_PAYLOAD, Payload

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wbc_control.control.contacts import Contact, ContactType
+from wbc_control.control.contact.contacts import Contact, ContactType
 
 #: Rows per contact: ±f_x − μ' f_z ≤ 0, ±f_y − μ' f_z ≤ 0, −f_z ≤ 0.
 ROWS_PER_CONTACT = 5

@@ -1,7 +1,7 @@
 """Generic ranks: the rank a stack of Jacobians has at almost every configuration.
 
 A level with fewer directions than its generic rank has lost the difference to a singularity
-(`wbc_control.control.cascade`); contacts whose stacked Jacobian has a
+(`wbc_control.control.hierarchy.cascade`); contacts whose stacked Jacobian has a
 generic rank below its row count depend on each other everywhere, and the block matrix
 [M Aᵀ; A 0] is singular (Johnson 2024, eq 32). Both are measured at a few random configurations,
 which are not singular almost surely, outside the tick.
@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import pinocchio as pin
 
-from wbc_control.control.contacts import contact_jacobian
+from wbc_control.control.contact.contacts import contact_jacobian
 from wbc_control.exceptions import WbcError
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState

@@ -1,8 +1,8 @@
 """Joint position and velocity limits as bounds on the joint accelerations, in viability form.
 
 Each actuated joint gets bounds a⁻ ≤ q̈ᵢ ≤ a⁺ that the hierarchical least squares keeps as hard
-constraints (`wbc_control.control.cascade`). They are built so that they can always be met
-and never ask the motors for more than they can give:
+constraints (`wbc_control.control.hierarchy.cascade`). They are built so that they can
+always be met and never ask the motors for more than they can give:
 
 - walls q⁻_w, q⁺_w stand `margin` inside the URDF limits (a quarter of the range for a joint
   narrower than four margins);

@@ -2,7 +2,7 @@
 
 Four checks, as /diagnostics publishes them ("<node>: tasks", "inputs", "torques",
 "contacts"): each is a :class:`Check` (severity, summary, key values) computed from the
-:class:`~wbc_control.control.tick_statistics.TickStatistics` of the period; the ros layer only
+:class:`~wbc_control.control.loop.tick_statistics.TickStatistics` of the period; the ros layer only
 formats it.
 """
 
@@ -12,9 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.control.contact_transitions import TransitionReport
+from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import PrioritizedController
-from wbc_control.control.tick_statistics import TickStatistics
+from wbc_control.control.switching.contact_transitions import TransitionReport
 
 #: Base wrench (N, N m) the contact forces may leave unbalanced before the contacts WARN.
 BASE_RESIDUAL_WARN = 1e-6

@@ -6,17 +6,17 @@ g(q) to every command it receives; sending the full τ = M q̈ + h would apply g
 rate limits apply to that, the torque actually sent.
 
 The safe command keeps its physical meaning in both cases: `gravity` makes the robot receive
-the holding torque (:func:`~wbc_control.control.contacts.holding_torque`), so a driver that adds
-g(q) is sent the holding torque minus g(q) (zero on a fixed base); `zero` sends zeros, which on
-such a driver leaves its own gravity compensation holding the robot.
+the holding torque (:func:`~wbc_control.control.contact.contacts.holding_torque`), so a
+driver that adds g(q) is sent the holding torque minus g(q) (zero on a fixed base); `zero`
+sends zeros, which on such a driver leaves its own gravity compensation holding the robot.
 """
 
 from collections.abc import Sequence
 
 import numpy as np
 
-from wbc_control.control.contacts import Contact, holding_torque
-from wbc_control.control.torque_limits import LimitedTorque, TorqueLimiter
+from wbc_control.control.constraints.torque_limits import LimitedTorque, TorqueLimiter
+from wbc_control.control.contact.contacts import Contact, holding_torque
 from wbc_control.model.robot_state import RobotState
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wbc_control.control.contacts import Contact, ContactType
+from wbc_control.control.contact.contacts import Contact, ContactType
 
 #: Rows per surface contact: ±m'_y ≤ X f_z, ±m'_x ≤ Y f_z, ±m'_z ≤ μ min(X, Y) f_z.
 ROWS_PER_SOLE = 6

@@ -1,0 +1,1 @@
+"""What every level keeps: joint-limit bounds, torque limits, friction pyramids, soles."""

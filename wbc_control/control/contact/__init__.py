@@ -1,0 +1,1 @@
+"""Rigid contacts: constraint Jacobians, contact forces and their reports."""

@@ -1,0 +1,1 @@
+"""The priority levels as hierarchical least squares: the cascade, generic ranks, level reports."""

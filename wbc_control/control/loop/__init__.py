@@ -1,0 +1,1 @@
+"""The tick loop: soft start and stop, command output, statistics, checks, payload ramp."""

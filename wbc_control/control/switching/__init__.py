@@ -1,0 +1,1 @@
+"""Changes over time: task fades and contact transitions."""
