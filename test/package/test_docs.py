@@ -380,7 +380,6 @@ SCANNED = [
     'launch',
     'config',
     'test',
-    'tools',
     'dev',
 ]
 

@@ -14,8 +14,8 @@ import tokenize
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-#: Where comments are read: the package, its launch files, tools, configurations and tests.
-CODE = ('wbc_control', 'launch', 'tools', 'dev', 'config', 'test')
+#: Where comments are read: the package, its launch files, dev scripts, configurations, tests.
+CODE = ('wbc_control', 'launch', 'dev', 'config', 'test')
 DIARY = re.compile(
     r'\brounds?\b(?![-\s](?:off|trip|robin|to\b))'  # round-off and round trips are not diaries
     r'|\bsessions?\b'

@@ -1,6 +1,6 @@
 """The user tools: console scripts with --help and a README entry; wbc_out_of_reach runs.
 
-tools/ holds no developer script (those are in dev/); wbc_out_of_reach runs as installed, a
+No tools/ folder (developer scripts are in dev/); wbc_out_of_reach runs as installed, a
 short lock-stepped run per target, and names bad input without a traceback.
 """
 
@@ -39,8 +39,9 @@ def test_each_tool_answers_help_and_has_a_readme_entry(name: str) -> None:
     assert f'`{name}' in README.read_text(encoding='utf-8'), f'README.md does not name {name}'
 
 
-def test_tools_holds_no_developer_script() -> None:
-    assert not (REPO / 'tools' / 'generate_parameter_docs.py').exists()
+def test_no_tools_folder_and_developer_scripts_in_dev() -> None:
+    """User tools are console scripts (above); developer scripts live in dev/."""
+    assert not (REPO / 'tools').exists()
     assert (REPO / 'dev' / 'generate_parameter_docs.py').exists()
 
 
