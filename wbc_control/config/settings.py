@@ -314,21 +314,7 @@ def _command_joints(value: object) -> tuple[str, ...]:
 
 def _effort_limits(robot: RobotModel, command_index: np.ndarray, value: object) -> np.ndarray:
     limits = robot.effort_limits
-    if value is None:
-        return limits
-    override = as_floats(value, 'effort_limits')
-    if override.size == 0:
-        return limits
-    override = np.broadcast_to(override, command_index.shape) if override.ndim == 0 else override
-    if override.shape != command_index.shape:
-        raise InvalidShape(
-            f'needs one value per command joint ({command_index.size}) or a scalar, '
-            f'got {override.size}'
-        )
-    if np.isnan(override).any() or (override <= 0.0).any():
-        raise InvalidValue(f'must be > 0 (.inf for none), got {override.tolist()}')
-    limits[command_index] = override
-    return limits
+    return _per_command_joint(limits, command_index, value, 'effort_limits', 'none')
 
 
 def _sole_size(value: object) -> tuple[float, ...]:
@@ -343,21 +329,31 @@ def _sole_size(value: object) -> tuple[float, ...]:
 def _max_accelerations(robot: RobotModel, command_index: np.ndarray, value: object) -> np.ndarray:
     """The declared braking per actuated joint, NaN where it comes from the effort limits."""
     braking = np.full(robot.n_actuated, np.nan)
+    return _per_command_joint(braking, command_index, value, 'max_joint_acceleration', 'no bound')
+
+
+def _per_command_joint(
+    default: np.ndarray, command_index: np.ndarray, value: object, name: str, infinite: str
+) -> np.ndarray:
+    """`default` (per actuated joint) with `value`, a scalar or one per command joint, > 0.
+
+    None or empty keeps `default`; `.inf` means `infinite`.
+    """
     if value is None:
-        return braking
-    declared = as_floats(value, 'max_joint_acceleration')
-    if declared.size == 0:
-        return braking
-    declared = np.broadcast_to(declared, command_index.shape) if declared.ndim == 0 else declared
-    if declared.shape != command_index.shape:
+        return default
+    override = as_floats(value, name)
+    if override.size == 0:
+        return default
+    override = np.broadcast_to(override, command_index.shape) if override.ndim == 0 else override
+    if override.shape != command_index.shape:
         raise InvalidShape(
             f'needs one value per command joint ({command_index.size}) or a scalar, '
-            f'got {declared.size}'
+            f'got {override.size}'
         )
-    if np.isnan(declared).any() or (declared <= 0.0).any():
-        raise InvalidValue(f'must be > 0 (.inf for no bound), got {declared.tolist()}')
-    braking[command_index] = declared
-    return braking
+    if np.isnan(override).any() or (override <= 0.0).any():
+        raise InvalidValue(f'must be > 0 (.inf for {infinite}), got {override.tolist()}')
+    default[command_index] = override
+    return default
 
 
 def _rate_limits(robot: RobotModel, command_index: np.ndarray, value: object) -> np.ndarray:

@@ -152,7 +152,6 @@ class PrioritizedController:
         self._none_limited = np.zeros(robot.n_actuated, dtype=bool)
         self._none_limited.flags.writeable = False
         self._actuated = as_slice(robot.indices.v)
-        self._actuated_indices = np.asarray(robot.indices.v, dtype=np.int64)
         self._force_scale = 1.0 / max(pin.computeTotalMass(robot.model), 1e-9)
         self._per_stack: dict = {}
         self._held: np.ndarray | None = None  # the tick's joints held at their limits
@@ -399,7 +398,7 @@ class PrioritizedController:
         """Which joints sit on a bound `(n_act,)` (None without joint limits)."""
         if bounds is None:
             return None
-        joints = acceleration[self._actuated_indices]
+        joints = acceleration[self._actuated]
         tolerance = 1e-6 * (1.0 + np.abs(joints))
         held = (joints <= bounds[0] + tolerance) | (joints >= bounds[1] - tolerance)
         return held if held.any() else None
