@@ -49,6 +49,30 @@ def random_state(model: RobotModel, seed: int, speed: float = 1.0) -> RobotState
     return state
 
 
+#: Talos's half-sitting pose (example-robot-data's SRDF), actuated joints in model order.
+TALOS_HALF_SITTING = np.array(
+    [0.0, 0.0, -0.411354, 0.859395, -0.448041, -0.001708] * 2
+    + [0.0, 0.006761]
+    + [0.25847, 0.173046, -0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0]
+    + [-0.25847, -0.173046, 0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0]
+    + [0.0, 0.0]
+)
+
+
+def talos_standing_state(talos: RobotModel, seed: int, speed: float) -> RobotState:
+    """Talos upright near half-sitting, moving.
+
+    Soles level, so the floor can push; knees bent, so the legs are not at their stretched
+    singularity.
+    """
+    rng = np.random.default_rng(seed)
+    state = RobotState(talos)
+    joints = TALOS_HALF_SITTING + rng.uniform(-0.1, 0.1, talos.n_actuated)
+    base = [*rng.uniform(-0.03, 0.03, 2), 1.0, 0.0, 0.0, 0.0, 1.0]
+    state.update(talos.configuration(joints, base), speed * rng.standard_normal(talos.nv))
+    return state
+
+
 # Three joints of each supported kind: revolute, continuous (nq = 2, nv = 1), prismatic.
 MIXED_JOINTS_URDF = """<?xml version="1.0"?>
 <robot name="mixed">

@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
-from robots import random_state, robot
+from robots import TALOS_HALF_SITTING, random_state, robot, talos_standing_state
 
 from wbc_control.control.contact.contacts import Contact, contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
@@ -27,13 +27,6 @@ BAND = 1e-4
 #: Agreement required between the cascade and the recursion (rad/s², m/s²).
 TOLERANCE = 1e-8
 
-TALOS_HALF_SITTING = np.array(
-    [0.0, 0.0, -0.411354, 0.859395, -0.448041, -0.001708] * 2
-    + [0.0, 0.006761]
-    + [0.25847, 0.173046, -0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0]
-    + [-0.25847, -0.173046, 0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0]
-    + [0.0, 0.0]
-)
 SOLO_STANDING = np.array([0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6])
 
 
@@ -50,11 +43,7 @@ def arm_case(name: str, hand_frame: str, seed: int):
 def talos_case(seed: int):
     """Talos on both soles near half-sitting: COM, a hand, the posture."""
     model = robot('talos')
-    rng = np.random.default_rng(seed)
-    joints = TALOS_HALF_SITTING + rng.uniform(-0.1, 0.1, model.n_actuated)
-    base = [*rng.uniform(-0.03, 0.03, 2), 1.0, 0.0, 0.0, 0.0, 1.0]
-    state = RobotState(model)
-    state.update(model.configuration(joints, base), 0.1 * rng.standard_normal(model.nv))
+    state = talos_standing_state(model, seed, speed=0.1)
     entries = [
         TaskEntry('com', ComTask(model, [0.02, 0.01, 0.85], kp=50.0, kd=15.0), 0),
         TaskEntry(

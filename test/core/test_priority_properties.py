@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
-from robots import random_state, robot
+from robots import random_state, robot, talos_standing_state
 
 from wbc_control.control.contact.contacts import Contact, contact_jacobian
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
@@ -106,29 +106,6 @@ def talos_com_under_contacts(talos):
     return controller(talos, entries, contacts=contacts), contacts
 
 
-HALF_SITTING = np.array(
-    [0.0, 0.0, -0.411354, 0.859395, -0.448041, -0.001708] * 2
-    + [0.0, 0.006761]
-    + [0.25847, 0.173046, -0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0]
-    + [-0.25847, -0.173046, 0.0002, -0.525366, 0.0, 0.0, 0.1, 0.0]
-    + [0.0, 0.0]
-)
-
-
-def standing_state(talos, seed: int, speed: float) -> RobotState:
-    """Talos upright near half-sitting, moving.
-
-    Soles level, so the floor can push; knees bent, so the legs are not at their stretched
-    singularity.
-    """
-    rng = np.random.default_rng(seed)
-    state = RobotState(talos)
-    joints = HALF_SITTING + rng.uniform(-0.1, 0.1, talos.n_actuated)
-    base = [*rng.uniform(-0.03, 0.03, 2), 1.0, 0.0, 0.0, 0.0, 1.0]
-    state.update(talos.configuration(joints, base), speed * rng.standard_normal(talos.nv))
-    return state
-
-
 @pytest.mark.parametrize('seed', range(6))
 def test_the_first_level_under_contacts_reaches_its_desired_acceleration(seed):
     """Under contacts q̈ starts at −A†ᵀȦq̇ ≠ 0, and the first level must correct for it.
@@ -137,7 +114,7 @@ def test_the_first_level_under_contacts_reaches_its_desired_acceleration(seed):
     states (32 joints, 12 contact rows), inside the friction pyramids.
     """
     talos = robot('talos')
-    state = standing_state(talos, seed, speed=0.1)
+    state = talos_standing_state(talos, seed, speed=0.1)
     ctrl, contacts = talos_com_under_contacts(talos)
     result = ctrl.compute(state)
     constraint, drift = contact_jacobian(state, contacts)
