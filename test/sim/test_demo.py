@@ -18,17 +18,23 @@ from wbc_control.demo.scenarios import SCENARIOS
 DEMO_TIMEOUT_S = 600.0
 
 
-def test_demo_runs_headless_and_writes_the_report(tmp_path):
-    command = [executable('wbc_demo'), '--headless', '--duration', '3', '--output', str(tmp_path)]
+def run_demo(output, duration: int, *options: str) -> tuple[str, dict]:
+    """`wbc_demo --headless` for `duration` simulated seconds into `output`: stdout, summary."""
+    command = [executable('wbc_demo'), '--headless', '--duration', str(duration), *options]
+    command += ['--output', str(output)]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=DEMO_TIMEOUT_S)
     except subprocess.TimeoutExpired as error:
         raise AssertionError(
-            f'waited {DEMO_TIMEOUT_S:.0f} s for wbc_demo to simulate 3 s:\n{error.stdout}'
+            f'waited {DEMO_TIMEOUT_S:.0f} s for wbc_demo to simulate {duration} s:\n{error.stdout}'
         ) from error
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout, json.loads((output / 'summary.json').read_text())
+
+
+def test_demo_runs_headless_and_writes_the_report(tmp_path):
+    printed, summary = run_demo(tmp_path, 3)
     assert (tmp_path / 'demo.png').stat().st_size > 10_000
-    summary = json.loads((tmp_path / 'summary.json').read_text())
     assert summary['sim_time_s'] >= 3.0
     # The circle goes as one trajectory, fed forward: no lag (set-points alone left ~4 mm).
     assert summary['tracking_error_rms_mm'] <= 0.5
@@ -36,7 +42,7 @@ def test_demo_runs_headless_and_writes_the_report(tmp_path):
     assert summary['saturated_fraction'] == 0.0
     assert summary['condition_number_min'] > 1.0
     assert 'tracking_error_rms_mm' in (tmp_path / 'summary.txt').read_text()
-    assert 'tracking error' in result.stdout
+    assert 'tracking error' in printed
 
 
 def test_scenario_targets_start_where_the_controller_starts():
@@ -66,16 +72,7 @@ def test_summary_of_an_empty_record_is_explicit():
 
 
 def test_demo_with_a_payload_sags_until_the_controller_is_told_of_it(tmp_path):
-    command = [executable('wbc_demo'), '--headless', '--duration', '6', '--payload', '2']
-    command += ['--output', str(tmp_path)]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=DEMO_TIMEOUT_S)
-    except subprocess.TimeoutExpired as error:
-        raise AssertionError(
-            f'waited {DEMO_TIMEOUT_S:.0f} s for wbc_demo to simulate 6 s:\n{error.stdout}'
-        ) from error
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    summary = json.loads((tmp_path / 'summary.json').read_text())
+    _, summary = run_demo(tmp_path, 6, '--payload', '2')
     print({key: value for key, value in summary.items() if 'payload' in key})
     assert summary['payload_kg'] == 2.0
     # Asked at half the run (3 s of sim time); the lock-stepped loop runs on meanwhile.
