@@ -129,14 +129,21 @@ CASES = [
 ]
 #: What these runs still miss (measured; docs/safety.md). Strict: a fix makes them pass and
 #: the expectation fail, so the entry goes.
-CHATTER = 'chatter: 3-4 command steps of 7-23 N m after 0.5 s as joints meet and leave bounds'
+CHATTER = (
+    'chatter: 3-4 command steps of 7-23 N m after 0.5 s: the hand level drives a near-singular '
+    'direction (condition 32-9000, unbounded q̈ 14-930 rad/s²) that the joint bounds clip; as a '
+    'bound releases, the free joints follow its change at 12-53 rad/s² a tick (the bounds move '
+    'by < 1 rad/s² a tick)'
+)
 KNOWN_MISSES = {
     ('panda', 1, 0.0): CHATTER,
     ('panda', 2, 0.0): CHATTER,
     ('panda', 3, 0.0): CHATTER,
     ('ur5', 5, 0.0): CHATTER,
     ('ur5', 5, RATE_LIMIT): 'not at rest: a 1.07 rad/s limit cycle of the elbow through its '
-    'stretched singularity under the rate limit',
+    'stretched singularity: the hand level asks up to 250 rad/s² of it, changing sign across '
+    'it (condition 200-2000, inside the damping band), and the rate-limited command follows '
+    '2 N m a tick behind',
 }
 
 
