@@ -369,7 +369,8 @@ class PrioritizedController:
         reweigh = terms.reweigh(self._force_scale, self._row_shares)
         hard, joint_rows = terms.hard_constraints(state, constraint, bounds, window)
         reference, band = terms.reference(rows, state), self.singular_value_threshold
-        result = solve_cascade(levels, hard, metric, reference, band, reweigh)
+        result = solve_cascade(levels, hard, metric, reference, band, reweigh, terms.working_sets)
+        terms.working_sets = result.working_sets
         if result.solution is not None:
             return result
         if bounds is not None:
@@ -446,6 +447,7 @@ class _StackTerms:
     ) -> None:
         self.robot = robot
         levels = stack.levels
+        self.working_sets: tuple = ()  # the last tick's, a warm start (`cascade.WorkingSets`)
         self.contact_buffers = constraint_buffers(stack.contacts, robot.nv)
         self.force_count = (
             sum(contact.dim for contact in stack.contacts) if robot.floating_base else 0

@@ -43,13 +43,11 @@ the span of the level's own rows, which the levels below may not change anyway.
 
 from typing import NamedTuple
 
-import quadprog
-
-try:  # optional: faster and more precise where installed (pip only, no rosdep key)
-    import daqp
-except ImportError:  # pragma: no cover - the test environments install it
-    daqp = None
 import numpy as np
+from scipy.linalg import solve_triangular
+
+from wbc_control.control.hierarchy import dense
+from wbc_control.control.hierarchy.stage_qp import Inequalities, inequalities, solve_stage
 
 #: A level's tie-break: the curvature, relative to its largest, of each step along directions
 #: its residual does not see. It keeps the QP well conditioned; it biases the level only where
@@ -58,16 +56,9 @@ LEVEL_TIE_BREAK = 1e-3
 #: A squared singular value at or below this fraction of the largest is not a direction the
 #: equality rows fix (a numerical rank, Golub & Van Loan 2013, sec 5.5).
 RANK_TOLERANCE = 1e-9
-#: How far the closed-form step may leave an inequality and still count as meeting it.
-PRIMAL_TOLERANCE = 1e-8
-#: How far a stage's solution may leave an inequality (the QP solver's rounding) and the next
-#: stage still start from it.
-CARRIED_TOLERANCE = 1e-5
-#: A row whose gradient in a stage's free directions is below this fraction of its own is
-#: soft in that stage.
-DEGENERATE = 1e-2
-#: A soft row's slack costs this times the QP's mean curvature (squared).
-SOFT_WEIGHT = 1e4
+#: A last stage's curvature whose reciprocal condition number is at or below this is singular:
+#: a direction neither the inertia nor a constraint fixes.
+SINGULAR_INERTIA = 1e-12
 
 
 class LevelRows(NamedTuple):
@@ -98,6 +89,65 @@ class CascadeResult(NamedTuple):
     solution: np.ndarray | None  # (nx,) x = (q̈, f), None if the hard constraints conflict
     status: str  # '' when solved, else what failed
     levels: list  # LevelWeights per level solved
+    working_sets: tuple = ()  # per stage, the hard rows that bound it (`WorkingSets`)
+
+
+class LevelWeights(NamedTuple):
+    """What a level's kinematics were this tick, for its report."""
+
+    directions: int  # generic directions the level has in the freedom left to it
+    weak: int  # of which weak (regularised)
+    condition: float  # s_max / s_min over them (inf: a lost one)
+    regularisation: float  # the largest λᵢ² / s_max²
+
+
+NO_AUTHORITY = LevelWeights(0, 0, np.inf, 0.0)
+
+
+class Freedom(NamedTuple):
+    """x = x₀ + Z z: what the equalities and the levels solved so far leave free.
+
+    Z is orthonormal; its first `moving` columns change the joint accelerations, the others
+    only the contact forces (internal forces), which no level's rows see.
+    """
+
+    point: np.ndarray  # (nx,) x₀
+    basis: np.ndarray  # (nx, d) Z
+    moving: int
+
+
+class Regularisation(NamedTuple):
+    """A level's weak directions (unit rows in q̈), their weights λᵢ², and its report."""
+
+    directions: np.ndarray  # (w, nv)
+    weights: np.ndarray  # (w,)
+    report: LevelWeights
+
+
+class WorkingSets:
+    """The rows that bound each stage at the last tick: DAQP's first working set at this one.
+
+    Consecutive ticks share most of their binding rows (joints at their bounds, torques at
+    their limits); a stage starts from its own at the previous tick where that was over the
+    same rows (a warm start).
+    """
+
+    def __init__(self, previous: tuple, rows: int) -> None:
+        self._previous, self._rows = previous, rows
+        self.found: list[np.ndarray | None] = []
+
+    def guess(self) -> np.ndarray | None:
+        """The working set to start this stage from (None: DAQP's own, empty)."""
+        stage = len(self.found)
+        if stage < len(self._previous):
+            last = self._previous[stage]
+            if last is not None and last.shape[0] == self._rows:
+                return last
+        return None
+
+    def record(self, active: np.ndarray | None) -> None:
+        """The rows that bound this stage (None: it solved no QP)."""
+        self.found.append(active)
 
 
 def solve_cascade(
@@ -107,6 +157,7 @@ def solve_cascade(
     reference: np.ndarray,
     band: float,
     reweigh=None,
+    warm: tuple = (),
 ) -> CascadeResult:
     """X of the module docstring: one QP per level, then the least energy and forces if free.
 
@@ -124,6 +175,7 @@ def solve_cascade(
         band: ε, `singular_value_threshold`.
         reweigh: given the forces of the first force stage, the diagonal of the force block of
             H₀ for a second one (the load-proportional friction of the controller); None: one.
+        warm: the `working_sets` of the previous tick's result (a warm start; () none).
     """
     nx, nv = metric.shape[0], reference.shape[0]
     equal = hard.equality
@@ -131,137 +183,158 @@ def solve_cascade(
     if point is None:
         return CascadeResult(None, 'the contact constraints are inconsistent', [])
     soft = np.zeros(equal.shape, dtype=bool) if hard.soft is None else hard.soft
-    inequality = HardConstraints(
-        hard.rows[~equal], hard.lower[~equal], hard.upper[~equal], equal[~equal], soft[~equal]
+    inequality = inequalities(
+        hard.rows[~equal], hard.lower[~equal], hard.upper[~equal], soft[~equal]
     )
+    freedom = _motion_first(point, basis, nv)
+    sets = WorkingSets(warm, inequality.lower.shape[0])
     weights = []
     for level in levels:
-        if basis.shape[1] == 0:
-            weights.append(LevelWeights(0, 0, np.inf, 0.0))
-            continue
-        rows = np.zeros((level.rows.shape[0], nx))
-        rows[:, :nv] = level.rows
-        reduced = rows.dot(basis)  # (m, d) R Z
-        moved, fixed, singular = _split_motion(reduced, basis[:nv], level.generic_rank)
-        if not moved.shape[1]:  # nothing this level can move: no authority, no pins
-            weights.append(LevelWeights(0, 0, np.inf, 0.0))
-            continue
-        scale = singular[0] ** 2
-        design, goal = reduced, level.target - rows.dot(point)  # the least-squares rows in z
-        regularisation = _regularisation(level.rows, basis[:nv], band, level.generic_rank)
-        if regularisation.directions.shape[0]:
-            directions = np.zeros((regularisation.directions.shape[0], nx))
-            directions[:, :nv] = regularisation.directions
-            root = np.sqrt(regularisation.weights)[:, None]
-            aims = regularisation.directions.dot(reference) - directions.dot(point)
-            design = np.vstack([design, root * directions.dot(basis)])
-            goal = np.concatenate([goal, root[:, 0] * aims])
-        hessian = design.T.dot(design)
-        gradient = -design.T.dot(goal)
-        hessian += LEVEL_TIE_BREAK * scale * fixed.dot(fixed.T)
-        unbounded = np.linalg.lstsq(design, goal, rcond=None)[0]  # exact where nothing binds
-        step, status = _solve(hessian, gradient, inequality, point, basis, unbounded)
-        if step is None:
-            return CascadeResult(None, status, weights)
-        point = point + basis.dot(step)
-        basis = basis.dot(fixed)
-        weights.append(regularisation.report)
+        solved = _solve_level(level, freedom, inequality, reference, band, sets)
+        if isinstance(solved, str):
+            return CascadeResult(None, solved, weights)
+        freedom, report = solved
+        weights.append(report)
     # Least kinetic energy over the directions that move the joints, then the least weighted
     # forces over those that change the forces alone (internal forces): lexicographic, so the
     # force norm biases no joint acceleration.
-    moving, still = _moving_and_still(basis[:nv])
-    point, status = _least(metric, slice(0, nv), basis.dot(moving), inequality, point)
+    point, basis, moving = freedom
+    point, status = _least(metric, slice(0, nv), basis[:, :moving], inequality, point, sets)
     if point is None:
         return CascadeResult(None, status, weights)
-    if nx > nv and still.shape[1]:
-        internal = basis.dot(still)
+    if nx > nv and basis.shape[1] > moving:
+        internal = basis[:, moving:]
         start = point
-        point, status = _least(metric, slice(nv, nx), internal, inequality, start)
+        point, status = _least(metric, slice(nv, nx), internal, inequality, start, sets)
         if point is not None and reweigh is not None:  # weights from this tick's own forces
             weighted = metric.copy()
             weighted[nv:, nv:] = np.diag(reweigh(point[nv:]))
-            point, status = _least(weighted, slice(nv, nx), internal, inequality, start)
+            point, status = _least(weighted, slice(nv, nx), internal, inequality, start, sets)
         if point is None:
             return CascadeResult(None, status, weights)
-    return CascadeResult(point, '', weights)
+    return CascadeResult(point, '', weights, tuple(sets.found))
 
 
-def _least(metric, block: slice, directions, inequality, point):
+def _solve_level(
+    level: LevelRows,
+    freedom: Freedom,
+    inequality: Inequalities,
+    reference,
+    band: float,
+    sets: WorkingSets,
+) -> tuple[Freedom, LevelWeights] | str:
+    """The level's QP (the module docstring) and the freedom it leaves, or why it failed."""
+    point, basis, moving = freedom
+    nv = level.rows.shape[1]
+    joints = basis[:nv, :moving]  # Z's q̈ rows in the directions that move the joints
+    reduced = level.rows.dot(joints)  # (m, moving) R Z
+    moved, fixed, singular, right_t = _split(reduced, level.generic_rank)
+    if not moved.shape[1]:  # nothing this level can move: no authority, no pins
+        sets.record(None)
+        return freedom, NO_AUTHORITY
+    size = basis.shape[1]
+    # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
+    known = (singular, right_t) if basis.shape[0] == nv else None
+    regularisation = _regularisation(level.rows, joints, band, level.generic_rank, known)
+    weak = regularisation.directions
+    design = np.zeros((reduced.shape[0] + weak.shape[0], size))
+    design[: reduced.shape[0], :moving] = reduced
+    goal = level.target - level.rows.dot(point[:nv])  # the least-squares rows in z
+    if weak.shape[0]:
+        root = np.sqrt(regularisation.weights)[:, None]
+        design[reduced.shape[0] :, :moving] = root * weak.dot(joints)
+        aims = weak.dot(reference - point[:nv])
+        goal = np.concatenate([goal, root[:, 0] * aims])
+    hessian = design.T.dot(design)
+    gradient = -design.T.dot(goal)
+    tie_break = LEVEL_TIE_BREAK * singular[0] ** 2
+    hessian[:moving, :moving] += tie_break * fixed.dot(fixed.T)
+    hessian[moving:, moving:] += tie_break * np.eye(size - moving)
+    unbounded = _unconstrained(hessian, gradient, design, goal)
+    step, status, active = solve_stage(
+        hessian, gradient, inequality, point, basis, unbounded, sets.guess()
+    )
+    sets.record(active)
+    if step is None:
+        return status
+    kept = np.hstack([basis[:, :moving].dot(fixed), basis[:, moving:]])
+    return Freedom(point + basis.dot(step), kept, fixed.shape[1]), regularisation.report
+
+
+def _unconstrained(hessian, gradient, design, goal) -> np.ndarray:
+    """The level's step where nothing binds: −H⁻¹ g, the least-norm least-squares step.
+
+    The tie-break's curvature acts on the directions the design does not see, so H⁻¹ g has no
+    part along them, as the least-norm solution of design z = goal (Golub & Van Loan 2013,
+    sec 5.5.1), which answers where the Cholesky factorisation fails.
+    """
+    factor = dense.cholesky(hessian)
+    if factor is None:
+        return np.linalg.lstsq(design, goal, rcond=None)[0]
+    return -dense.cholesky_solve(factor, gradient)
+
+
+def _least(metric, block: slice, directions, inequality: Inequalities, point, sets):
     """(x, status): x = x₀ + Z z minimising the `block` part of xᵀ H₀ x over z, or (None, why)."""
     if not directions.shape[1]:
+        sets.record(None)
         return point, ''
-    part = np.zeros(metric.shape)
-    part[block, block] = metric[block, block]
-    hessian = directions.T.dot(part).dot(directions)
-    if not _positive_definite(hessian):
+    part = directions[block]
+    hessian = part.T.dot(metric[block, block]).dot(part)
+    factor = dense.cholesky(hessian)
+    if factor is None or not dense.reciprocal_condition(factor, hessian) > SINGULAR_INERTIA:
         return None, (
             'the inertia is singular in a direction nothing fixes (a massless link that no '
             'contact holds?)'
         )
-    gradient = directions.T.dot(part).dot(point)
-    unbounded = -np.linalg.solve(hessian, gradient)
-    step, status = _solve(hessian, gradient, inequality, point, directions, unbounded)
+    gradient = part.T.dot(metric[block, block].dot(point[block]))
+    unbounded = -dense.cholesky_solve(factor, gradient)
+    step, status, active = solve_stage(
+        hessian, gradient, inequality, point, directions, unbounded, sets.guess()
+    )
+    sets.record(active)
     if step is None:
         return None, status
     return point + directions.dot(step), ''
 
 
-def _positive_definite(matrix: np.ndarray) -> bool:
-    """Whether a symmetric matrix is numerically positive definite (Cholesky succeeds)."""
-    try:
-        np.linalg.cholesky(matrix + 1e-12 * np.abs(matrix).max(initial=0.0) * np.eye(len(matrix)))
-    except np.linalg.LinAlgError:
-        return False
-    values = np.linalg.eigvalsh(matrix)
-    return bool(values[0] > 1e-10 * max(values[-1], 1e-300))
-
-
 def _affine_solutions(rows: np.ndarray, values: np.ndarray):
-    """(x₀, Z): a solution of rows x = values and an orthonormal basis of rows' null space.
+    """(x₀, Z): the least-norm solution of rows x = values and a basis of rows' null space.
 
-    x₀ is None if the equalities have no solution (to rounding).
+    Both from rowsᵀ's rank-revealing QR factorisation (Golub & Van Loan 2013, sec 5.5.6); Z
+    is orthonormal. x₀ is None if the equalities have no solution (to rounding).
     """
     nx = rows.shape[1]
     if rows.shape[0] == 0:
         return np.zeros(nx), np.eye(nx)
-    left, singular, right_t = np.linalg.svd(rows, full_matrices=True)
-    rank = int((singular**2 > RANK_TOLERANCE * singular[0] ** 2).sum()) if singular.size else 0
-    point = right_t[:rank].T.dot(left[:, :rank].T.dot(values) / singular[:rank])
+    orthogonal, triangle, pivots = dense.pivoted_qr(rows.T)  # rows[p] = Rᵀ Qᵀ
+    diagonal = np.abs(np.diag(triangle))
+    rank = int((diagonal**2 > RANK_TOLERANCE * diagonal[0] ** 2).sum()) if diagonal[0] else 0
+    leading = solve_triangular(triangle[:rank, :rank], values[pivots[:rank]], trans='T')
+    point = orthogonal[:, :rank].dot(leading)
     error = rows.dot(point) - values
     if np.abs(error).max(initial=0.0) > 1e-9 * (1.0 + np.abs(values).max(initial=0.0)):
         return None, None
-    return point, right_t[rank:].T
+    return point, orthogonal[:, rank:]
 
 
-def _split_motion(reduced: np.ndarray, motion: np.ndarray, generic_rank: int):
-    """`_split` among the z-directions that move the joints (`motion` = Z's q̈ rows).
+def _motion_first(point: np.ndarray, basis: np.ndarray, nv: int) -> Freedom:
+    """Z's columns turned so that those that move the joints come first (`Freedom`).
 
-    A level's rows see q̈ only: a direction that changes the contact forces alone (an internal
-    force) is never one the level has lost at a singularity, and stays free for the force
-    distribution of the last stage.
+    The row space of Z's q̈ rows and its complement, from their transpose's rank-revealing QR
+    factorisation. Z's columns have unit norm, so a pivot of its q̈ rows measures the share of
+    a direction in the joints: one below √`RANK_TOLERANCE` is none (an absolute test: when the
+    part is rounding, its largest pivot is rounding too).
     """
-    if motion.shape[0] == motion.shape[1] or not reduced.shape[0]:
-        return _split(reduced, generic_rank)
-    joints, forces = _moving_and_still(motion)
-    moved, fixed, values = _split(reduced.dot(joints), generic_rank)
-    return joints.dot(moved), np.hstack([joints.dot(fixed), forces]), values
-
-
-def _moving_and_still(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Orthonormal bases of the z-directions that change `part` and of those that do not.
-
-    `part` is some rows of an orthonormal Z (its q̈ rows). Z's columns have unit norm, so a
-    singular value of its part is the share of a direction in that part: one below
-    √`RANK_TOLERANCE` is none (an absolute test: when the part is rounding, its largest
-    singular value is rounding too).
-    """
-    _, singular, right_t = np.linalg.svd(part, full_matrices=True)
-    rank = int((singular**2 > RANK_TOLERANCE).sum())
-    return right_t[:rank].T, right_t[rank:].T
+    if basis.shape[0] == nv or not basis.shape[1]:
+        return Freedom(point, basis, basis.shape[1])
+    orthogonal, triangle, _ = dense.pivoted_qr(basis[:nv].T)
+    rank = int((np.abs(np.diag(triangle)) ** 2 > RANK_TOLERANCE).sum())
+    return Freedom(point, basis.dot(orthogonal), rank)
 
 
 def _split(reduced: np.ndarray, generic_rank: int):
-    """(moved, fixed, singular values) of R Z: bases of the z-directions it moves and leaves.
+    """(moved, fixed, singular values, Vᵀ) of R Z = U S Vᵀ: the z-directions R Z moves and leaves.
 
     The columns of `moved` span the directions the level sets, those of `fixed` the ones it
     leaves to the levels below.
@@ -272,53 +345,31 @@ def _split(reduced: np.ndarray, generic_rank: int):
     """
     size = reduced.shape[1]
     if reduced.shape[0] == 0 or size == 0:
-        return np.zeros((size, 0)), np.eye(size), np.zeros(0)
-    _, singular, right_t = np.linalg.svd(reduced, full_matrices=True)
+        return np.zeros((size, 0)), np.eye(size), np.zeros(0), np.eye(size)
+    _, singular, right_t = dense.svd(reduced, full=True)
     if not singular[0] > 0.0:
-        return np.zeros((size, 0)), np.eye(size), singular
+        return np.zeros((size, 0)), np.eye(size), singular, right_t
     rank = min(generic_rank, singular.shape[0])
-    return right_t[:rank].T, right_t[rank:].T, singular
-
-
-class Regularisation(NamedTuple):
-    """A level's weak directions (unit rows in q̈), their weights λᵢ², and its report."""
-
-    directions: np.ndarray  # (w, nv)
-    weights: np.ndarray  # (w,)
-    report: 'LevelWeights'
-
-
-class LevelWeights(NamedTuple):
-    """What a level's kinematics were this tick, for its report."""
-
-    directions: int  # generic directions the level has in the freedom left to it
-    weak: int  # of which weak (regularised)
-    condition: float  # s_max / s_min over them (inf: a lost one)
-    regularisation: float  # the largest λᵢ² / s_max²
+    return right_t[:rank].T, right_t[rank:].T, singular, right_t
 
 
 def _regularisation(
-    rows: np.ndarray, free: np.ndarray, band: float, generic_rank: int
+    rows: np.ndarray, joints: np.ndarray, band: float, generic_rank: int, known=None
 ) -> Regularisation:
     """The level's weak directions and weights λᵢ² = ε² s_max² − sᵢ² (the module docstring).
 
     sᵢ are the singular values of R Q, Q an orthonormal basis of the joint accelerations the
-    hard constraints and the levels above leave free (`free`, their q̈ part, may carry
-    forces: its range is taken); vᵢ = Q wᵢ the joint-space directions.
+    hard constraints and the levels above leave free (the range of `joints`, full column
+    rank), vᵢ = Q wᵢ the joint-space directions. `known`: (s, Wᵀ) where `joints` is Q itself.
     """
-    left, singular, right_t = np.linalg.svd(free, full_matrices=False)
-    keep = singular > 1e-12 * max(singular[0], 1e-300) if singular.size else singular > 0
-    basis = left[:, keep]  # (nv, dq) orthonormal
-    if not basis.shape[1]:
-        return Regularisation(
-            np.zeros((0, rows.shape[1])), np.zeros(0), LevelWeights(0, 0, np.inf, 0.0)
-        )
-    _, values, right = np.linalg.svd(rows.dot(basis), full_matrices=False)
+    if known is None:
+        basis = dense.orthonormal_range(joints)  # (nv, dq)
+        _, values, right = dense.svd(rows.dot(basis), full=False)
+    else:
+        basis, (values, right) = joints, known
     count = min(generic_rank, values.shape[0])
     if count == 0 or not values[0] > 0.0:
-        return Regularisation(
-            np.zeros((0, rows.shape[1])), np.zeros(0), LevelWeights(0, 0, np.inf, 0.0)
-        )
+        return Regularisation(np.zeros((0, rows.shape[1])), np.zeros(0), NO_AUTHORITY)
     largest = values[0]
     values = values[:count]
     weights = np.maximum((band * largest) ** 2 - values**2, 0.0)
@@ -330,107 +381,3 @@ def _regularisation(
         count, int(weak.sum()), condition, float(weights.max(initial=0.0)) / largest**2
     )
     return Regularisation(directions, weights[weak], report)
-
-
-def _solve(
-    hessian: np.ndarray,
-    gradient: np.ndarray,
-    inequality: HardConstraints,
-    point: np.ndarray,
-    basis: np.ndarray,
-    unbounded: np.ndarray,
-) -> tuple[np.ndarray | None, str]:
-    """Z of min ½ zᵀ H z + gᵀ z s.t. lower ≤ C (x₀ + Z z) ≤ upper.
-
-    `unbounded` is the problem's solution without the inequalities, computed in closed form;
-    where it meets them it is the answer (and more precise than an iterative solve), else
-    DAQP solves the QP (Arnström, Bemporad & Axehill 2022), and quadprog (Goldfarb & Idnani
-    1983) where DAQP finds no solution (it can take a degenerate feasible problem for an
-    infeasible one). Soft rows get a slack each, penalised `SOFT_WEIGHT` times the curvature:
-    violated only where nothing else is possible.
-    """
-    matrix = inequality.rows.dot(basis)
-    offset = inequality.rows.dot(point)
-    low = inequality.lower - offset
-    high = inequality.upper - offset
-    values = matrix.dot(unbounded)
-    slack = PRIMAL_TOLERANCE * (1.0 + np.abs(values))
-    if (values >= low - slack).all() and (values <= high + slack).all():
-        return unbounded, ''
-    # The point the previous stage left meets the inequalities up to the solver's rounding:
-    # widen them by that much, so that it never makes the next stage infeasible.
-    carried = CARRIED_TOLERANCE * (1.0 + np.abs(offset))
-    low = np.where(low <= carried, np.minimum(low, 0.0), low)
-    high = np.where(high >= -carried, np.maximum(high, 0.0), high)
-    size = hessian.shape[0]
-    soft = inequality.soft if inequality.soft is not None else np.zeros(len(low), dtype=bool)
-    # A row the stage can hardly move (the levels above fix it all but a sliver) is soft here:
-    # hard, it would let a sliver's sign decide whether a large step is allowed, and the
-    # solution would jump (a constraint nearly dependent on the pinned ones, no LICQ).
-    # Its stiffness falls with the sliver, (ratio / DEGENERATE)², so that it is as good as hard
-    # where the row turns soft and the solution moves continuously through the switch.
-    full = np.linalg.norm(inequality.rows, axis=1)
-    ratio = np.linalg.norm(matrix, axis=1) / np.maximum(full, 1e-300)
-    stiffness = np.where(soft, 1.0, np.minimum(ratio / DEGENERATE, 1.0) ** 2)
-    soft = soft | (ratio < DEGENERATE)
-    count = int(soft.sum())
-    curvature = 0.5 * (hessian + hessian.T)
-    if count:  # z extended by one slack per soft row
-        extended = np.zeros((size + count, size + count))
-        extended[:size, :size] = curvature
-        weight = SOFT_WEIGHT * max(np.trace(curvature) / size, 1e-300)
-        extended[size:, size:] = np.diag(np.maximum(weight * stiffness[soft], 1e-12 * weight))
-        curvature, gradient = extended, np.concatenate([gradient, np.zeros(count)])
-        loosen = np.zeros((len(low), count))
-        loosen[np.flatnonzero(soft), np.arange(count)] = 1.0
-        matrix = np.hstack([matrix, np.zeros((len(low), count))])
-        upper_rows = matrix - np.hstack([np.zeros((len(low), size)), loosen])
-        lower_rows = matrix + np.hstack([np.zeros((len(low), size)), loosen])
-        positive = np.hstack([np.zeros((count, size)), np.eye(count)])
-    else:
-        upper_rows = lower_rows = matrix
-        positive = np.zeros((0, size))
-    # Rows scaled to unit norm (quadprog's consistency test is absolute); a zero row binds
-    # nothing where its bounds admit 0 and makes the problem infeasible where they do not.
-    norms = np.linalg.norm(matrix, axis=1)
-    moving = norms > 1e-12 * max(float(norms.max(initial=0.0)), 1e-300)
-    stuck = ~moving & ~soft & ((low > slack) | (high < -slack))
-    if stuck.any():
-        return None, 'a constraint no direction left can meet'
-    scale = np.where(moving, 1.0 / np.where(moving, norms, 1.0), 0.0)
-    finite_low, finite_high = moving & np.isfinite(low), moving & np.isfinite(high)
-    rows = np.vstack(
-        [
-            scale[finite_low, None] * lower_rows[finite_low],
-            -scale[finite_high, None] * upper_rows[finite_high],
-            positive,
-        ]
-    )
-    bounds = np.concatenate(
-        [
-            scale[finite_low] * low[finite_low],
-            -scale[finite_high] * high[finite_high],
-            np.zeros(positive.shape[0]),
-        ]
-    )
-    z = _daqp(curvature, gradient, rows, bounds)
-    if z is None:
-        try:
-            z = quadprog.solve_qp(curvature, -gradient, rows.T, bounds, 0)[0]
-        except ValueError as failure:  # 'constraints are inconsistent', 'G not positive definite'
-            return None, f'quadprog: {failure}'
-    return z[:size], ''
-
-
-def _daqp(curvature, gradient, rows, bounds) -> np.ndarray | None:
-    """DAQP's solution of min ½ zᵀ H z + gᵀ z s.t. rows z ≥ bounds, None where it finds none."""
-    if daqp is None:
-        return None
-    upper = np.full(bounds.shape[0], np.inf)
-    sense = np.zeros(bounds.shape[0], dtype=np.intc)
-    z, _, flag, _ = daqp.solve(
-        np.ascontiguousarray(curvature), np.ascontiguousarray(gradient),
-        np.ascontiguousarray(rows), upper, np.ascontiguousarray(bounds), sense,
-        primal_tol=PRIMAL_TOLERANCE,
-    )  # fmt: skip
-    return np.asarray(z) if flag >= 1 else None

@@ -1,0 +1,162 @@
+"""One stage of the cascade: min ½ zᵀ H z + gᵀ z over the inequalities, in the stage's free z.
+
+The stage's unknowns are the coordinates z of x = x₀ + Z z in the directions Z the equalities
+and the levels above leave free (`wbc_control.control.hierarchy.cascade`). Where the problem's
+closed-form solution meets the inequalities it is the answer (and more precise than an
+iterative solve); else DAQP solves the QP (Arnström, Bemporad & Axehill 2022), and quadprog
+(Goldfarb & Idnani 1983) where DAQP finds no solution (it can take a degenerate feasible problem
+for an infeasible one).
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import quadprog
+
+from wbc_control.control.hierarchy.stage_kernel import MEETS_ALL, STUCK, stage_rows
+
+try:  # optional: faster and more precise where installed (pip only, no rosdep key)
+    import daqp
+except ImportError:  # pragma: no cover - the test environments install it
+    daqp = None
+
+#: How far the closed-form step may leave an inequality and still count as meeting it.
+PRIMAL_TOLERANCE = 1e-8
+#: DAQP's feasibility tolerance where it fails at `PRIMAL_TOLERANCE` (in the units of rows
+#: scaled to unit norm: rad/s² of a joint, N m of a torque).
+DEGENERATE_TOLERANCE = 1e-6
+#: How far a stage's solution may leave an inequality (the QP solver's rounding) and the next
+#: stage still start from it.
+CARRIED_TOLERANCE = 1e-5
+#: A row whose gradient in a stage's free directions is below this fraction of its own is
+#: soft in that stage.
+DEGENERATE = 1e-2
+#: A soft row's slack costs this times the QP's mean curvature (squared).
+SOFT_WEIGHT = 1e4
+
+
+#: DAQP's constraint flags by the side a row binds (-1 lower, 0 none, +1 upper): active and
+#: at its lower bound (ACTIVE | LOWER), free, active at its upper bound (ACTIVE).
+_SENSE = np.array([3, 0, 1], dtype=np.intc)
+
+
+class Inequalities(NamedTuple):
+    """Rows C x in [lower, upper] over x = (q̈, f); `soft` rows may give way (a slack each)."""
+
+    rows: np.ndarray  # (r, nx)
+    lower: np.ndarray  # (r,), -inf where unbounded below
+    upper: np.ndarray  # (r,), +inf where unbounded above
+    soft: np.ndarray  # (r,) bool
+    norms: np.ndarray  # (r,) ‖row‖
+
+
+def inequalities(rows, lower, upper, soft) -> Inequalities:
+    """`Inequalities` with their row norms, computed once for every stage."""
+    return Inequalities(rows, lower, upper, soft, np.sqrt(np.einsum('ij,ij->i', rows, rows)))
+
+
+def solve_stage(
+    hessian: np.ndarray,
+    gradient: np.ndarray,
+    inequality: Inequalities,
+    point: np.ndarray,
+    basis: np.ndarray,
+    unbounded: np.ndarray,
+    warm: np.ndarray | None = None,
+) -> tuple[np.ndarray | None, str, np.ndarray | None]:
+    """(z, '', active) of min ½ zᵀ H z + gᵀ z s.t. lower ≤ C (x₀ + Z z) ≤ upper.
+
+    (None, why, None) where the stage has no solution. `unbounded` is the problem's solution without the inequalities. Soft rows get a slack
+    each, penalised `SOFT_WEIGHT` times the curvature: violated only where nothing else is
+    possible. `active` says which hard rows bind at the solution (+1 upper, -1 lower, 0 none,
+    one per row of `inequality`); a `warm` such guess is DAQP's first working set.
+    """
+    verdict, rows, low, high, stiffness, index = stage_rows(
+        inequality.rows, inequality.lower, inequality.upper, inequality.soft, inequality.norms,
+        point, basis, unbounded, PRIMAL_TOLERANCE, CARRIED_TOLERANCE, DEGENERATE,
+    )  # fmt: skip
+    if verdict == MEETS_ALL:
+        return unbounded, '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
+    if verdict == STUCK:
+        return None, 'a constraint no direction left can meet', None
+    curvature = 0.5 * (hessian + hessian.T)
+    soft = stiffness >= 0.0
+    hard = index[~soft]  # the rows handed to the solver first, in order
+    if soft.any():
+        curvature, gradient, rows, low, high = _with_slacks(
+            curvature, gradient, rows, low, high, soft, stiffness[soft]
+        )
+    sense = np.zeros(low.shape[0], dtype=np.intc)
+    if warm is not None:
+        sense[: hard.shape[0]] = _SENSE[warm[hard] + 1]
+    z, multipliers = _daqp(curvature, gradient, rows, low, high, sense)
+    active = np.zeros(inequality.lower.shape[0], dtype=np.int8)
+    if z is None:
+        z = _quadprog(curvature, gradient, rows, low, high)
+        if isinstance(z, str):
+            return None, z, None
+    else:
+        active[hard] = np.sign(multipliers[: hard.shape[0]])
+    return z[: hessian.shape[0]], '', active
+
+
+def _with_slacks(curvature, gradient, matrix, lower, upper, soft, stiffness):
+    """The stage with a slack sᵢ per soft row: cᵢ z + sᵢ ≥ lowerᵢ, cᵢ z − sᵢ ≤ upperᵢ, cost w sᵢ².
+
+    At the optimum |sᵢ| is the row's violation (half the gap where lower > upper), so the
+    cost is that of the violation. Returns the extended curvature, gradient, rows and bounds.
+    """
+    size, count = curvature.shape[0], stiffness.shape[0]
+    weight = SOFT_WEIGHT * max(np.trace(curvature) / size, 1e-300)
+    extended = np.zeros((size + count, size + count))
+    extended[:size, :size] = curvature
+    extended[size:, size:] = np.diag(np.maximum(weight * stiffness, 1e-12 * weight))
+    hard = ~soft
+    indices = np.flatnonzero(soft)
+    rows = np.zeros((hard.sum() + 2 * count, size + count))
+    rows[: hard.sum(), :size] = matrix[hard]
+    rows[hard.sum() : hard.sum() + count, :size] = matrix[indices]
+    rows[hard.sum() + count :, :size] = matrix[indices]
+    slack = size + np.arange(count)
+    rows[hard.sum() + np.arange(count), slack] = 1.0
+    rows[hard.sum() + count + np.arange(count), slack] = -1.0
+    infinite = np.full(count, np.inf)
+    lower = np.concatenate([lower[hard], lower[indices], -infinite])
+    upper = np.concatenate([upper[hard], infinite, upper[indices]])
+    return extended, np.concatenate([gradient, np.zeros(count)]), rows, lower, upper
+
+
+def _daqp(curvature, gradient, rows, lower, upper, sense):
+    """(z, multipliers) of min ½ zᵀ H z + gᵀ z s.t. lower ≤ rows z ≤ upper, (None, None) if none.
+
+    `sense`: DAQP's first working set (`_SENSE`); where it fails from there it starts afresh.
+    The point the stages above left often sits on more bounds than the stage has unknowns (no
+    LICQ); where DAQP's working set cycles there at `PRIMAL_TOLERANCE`, it solves at the
+    looser `DEGENERATE_TOLERANCE`.
+    """
+    if daqp is None:
+        return None, None
+    rows = np.ascontiguousarray(rows)
+    attempts = [(sense, PRIMAL_TOLERANCE)]
+    if sense.any():
+        sense = np.zeros_like(sense)
+        attempts.append((sense, PRIMAL_TOLERANCE))
+    attempts.append((sense, DEGENERATE_TOLERANCE))
+    for start, tolerance in attempts:
+        z, _, flag, info = daqp.solve(
+            curvature, gradient, rows, upper, lower, start.copy(), primal_tol=tolerance
+        )
+        if flag >= 1:
+            return np.asarray(z), np.asarray(info['lam'])
+    return None, None
+
+
+def _quadprog(curvature, gradient, rows, lower, upper) -> np.ndarray | str:
+    """The solution by quadprog of the same problem (rows z ≥ b form), or why it has none."""
+    below, above = np.isfinite(lower), np.isfinite(upper)
+    constraints = np.vstack([rows[below], -rows[above]])
+    bounds = np.concatenate([lower[below], -upper[above]])
+    try:
+        return quadprog.solve_qp(curvature, -gradient, constraints.T, bounds, 0)[0]
+    except ValueError as failure:  # 'constraints are inconsistent', 'G not positive definite'
+        return f'quadprog: {failure}'
