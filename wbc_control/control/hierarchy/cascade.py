@@ -47,6 +47,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from wbc_control.control.hierarchy import dense
+from wbc_control.control.hierarchy.level_kernel import level_problem
 from wbc_control.control.hierarchy.stage_qp import Inequalities, inequalities, solve_stage
 
 #: A level's tie-break: the curvature, relative to its largest, of each step along directions
@@ -114,14 +115,6 @@ class Freedom(NamedTuple):
     point: np.ndarray  # (nx,) x₀
     basis: np.ndarray  # (nx, d) Z
     moving: int
-
-
-class Regularisation(NamedTuple):
-    """A level's weak directions (unit rows in q̈), their weights λᵢ², and its report."""
-
-    directions: np.ndarray  # (w, nv)
-    weights: np.ndarray  # (w,)
-    report: LevelWeights
 
 
 class WorkingSets:
@@ -225,32 +218,15 @@ def _solve_level(
 ) -> tuple[Freedom, LevelWeights] | str:
     """The level's QP (the module docstring) and the freedom it leaves, or why it failed."""
     point, basis, moving = freedom
-    nv = level.rows.shape[1]
-    joints = basis[:nv, :moving]  # Z's q̈ rows in the directions that move the joints
-    reduced = level.rows.dot(joints)  # (m, moving) R Z
-    moved, fixed, singular, right_t = _split(reduced, level.generic_rank)
-    if not moved.shape[1]:  # nothing this level can move: no authority, no pins
+    # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
+    orthonormal = basis.shape[0] == level.rows.shape[1]
+    authority, hessian, gradient, unbounded, fixed, *report = level_problem(
+        level.rows, level.target, level.generic_rank, point, basis, moving, reference, band,
+        orthonormal, LEVEL_TIE_BREAK,
+    )  # fmt: skip
+    if not authority:  # nothing this level can move: no authority, no pins
         sets.record(None)
         return freedom, NO_AUTHORITY
-    size = basis.shape[1]
-    # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
-    known = (singular, right_t) if basis.shape[0] == nv else None
-    regularisation = _regularisation(level.rows, joints, band, level.generic_rank, known)
-    weak = regularisation.directions
-    design = np.zeros((reduced.shape[0] + weak.shape[0], size))
-    design[: reduced.shape[0], :moving] = reduced
-    goal = level.target - level.rows.dot(point[:nv])  # the least-squares rows in z
-    if weak.shape[0]:
-        root = np.sqrt(regularisation.weights)[:, None]
-        design[reduced.shape[0] :, :moving] = root * weak.dot(joints)
-        aims = weak.dot(reference - point[:nv])
-        goal = np.concatenate([goal, root[:, 0] * aims])
-    hessian = design.T.dot(design)
-    gradient = -design.T.dot(goal)
-    tie_break = LEVEL_TIE_BREAK * singular[0] ** 2
-    hessian[:moving, :moving] += tie_break * fixed.dot(fixed.T)
-    hessian[moving:, moving:] += tie_break * np.eye(size - moving)
-    unbounded = _unconstrained(hessian, gradient, design, goal)
     step, status, active = solve_stage(
         hessian, gradient, inequality, point, basis, unbounded, sets.guess()
     )
@@ -258,20 +234,7 @@ def _solve_level(
     if step is None:
         return status
     kept = np.hstack([basis[:, :moving].dot(fixed), basis[:, moving:]])
-    return Freedom(point + basis.dot(step), kept, fixed.shape[1]), regularisation.report
-
-
-def _unconstrained(hessian, gradient, design, goal) -> np.ndarray:
-    """The level's step where nothing binds: −H⁻¹ g, the least-norm least-squares step.
-
-    The tie-break's curvature acts on the directions the design does not see, so H⁻¹ g has no
-    part along them, as the least-norm solution of design z = goal (Golub & Van Loan 2013,
-    sec 5.5.1), which answers where the Cholesky factorisation fails.
-    """
-    factor = dense.cholesky(hessian)
-    if factor is None:
-        return np.linalg.lstsq(design, goal, rcond=None)[0]
-    return -dense.cholesky_solve(factor, gradient)
+    return Freedom(point + basis.dot(step), kept, fixed.shape[1]), LevelWeights(*report)
 
 
 def _least(metric, block: slice, directions, inequality: Inequalities, point, sets):
@@ -331,53 +294,3 @@ def _motion_first(point: np.ndarray, basis: np.ndarray, nv: int) -> Freedom:
     orthogonal, triangle, _ = dense.pivoted_qr(basis[:nv].T)
     rank = int((np.abs(np.diag(triangle)) ** 2 > RANK_TOLERANCE).sum())
     return Freedom(point, basis.dot(orthogonal), rank)
-
-
-def _split(reduced: np.ndarray, generic_rank: int):
-    """(moved, fixed, singular values, Vᵀ) of R Z = U S Vᵀ: the z-directions R Z moves and leaves.
-
-    The columns of `moved` span the directions the level sets, those of `fixed` the ones it
-    leaves to the levels below.
-
-    A level moves as many as it has at almost every configuration (its generic rank), the one
-    nearly lost at a singularity included: its regularisation sets that one, and it stays
-    fixed for the levels below on both sides of the singularity and at it.
-    """
-    size = reduced.shape[1]
-    if reduced.shape[0] == 0 or size == 0:
-        return np.zeros((size, 0)), np.eye(size), np.zeros(0), np.eye(size)
-    _, singular, right_t = dense.svd(reduced, full=True)
-    if not singular[0] > 0.0:
-        return np.zeros((size, 0)), np.eye(size), singular, right_t
-    rank = min(generic_rank, singular.shape[0])
-    return right_t[:rank].T, right_t[rank:].T, singular, right_t
-
-
-def _regularisation(
-    rows: np.ndarray, joints: np.ndarray, band: float, generic_rank: int, known=None
-) -> Regularisation:
-    """The level's weak directions and weights λᵢ² = ε² s_max² − sᵢ² (the module docstring).
-
-    sᵢ are the singular values of R Q, Q an orthonormal basis of the joint accelerations the
-    hard constraints and the levels above leave free (the range of `joints`, full column
-    rank), vᵢ = Q wᵢ the joint-space directions. `known`: (s, Wᵀ) where `joints` is Q itself.
-    """
-    if known is None:
-        basis = dense.orthonormal_range(joints)  # (nv, dq)
-        _, values, right = dense.svd(rows.dot(basis), full=False)
-    else:
-        basis, (values, right) = joints, known
-    count = min(generic_rank, values.shape[0])
-    if count == 0 or not values[0] > 0.0:
-        return Regularisation(np.zeros((0, rows.shape[1])), np.zeros(0), NO_AUTHORITY)
-    largest = values[0]
-    values = values[:count]
-    weights = np.maximum((band * largest) ** 2 - values**2, 0.0)
-    weak = weights > 0.0
-    directions = right[:count][weak].dot(basis.T)  # (w, nv) unit rows
-    smallest = values[-1]
-    condition = largest / smallest if smallest > 0.0 else np.inf
-    report = LevelWeights(
-        count, int(weak.sum()), condition, float(weights.max(initial=0.0)) / largest**2
-    )
-    return Regularisation(directions, weights[weak], report)

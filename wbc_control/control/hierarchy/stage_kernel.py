@@ -1,9 +1,9 @@
-"""A stage's inequality rows in its free directions, as one compiled call (numba).
+"""A stage's QP in its free directions, as one compiled call (numba).
 
-`stage_rows` maps the hard inequalities lower ≤ C x ≤ upper to the stage's unknowns z of
-x = x₀ + Z z, and decides what `stage_qp.solve_stage` does with each row: nothing where the
-stage's closed-form step meets them all, else which rows go to the QP solver (scaled to unit
-norm), which of those are soft and how stiff, and whether a row no direction can move makes
+`stage_problem` maps the hard inequalities lower ≤ C x ≤ upper to the stage's unknowns z of
+x = x₀ + Z z and decides what `stage_qp.solve_stage` does with each row: nothing where the
+stage's closed-form step meets them all; else which rows go to the QP solver (scaled to unit
+norm) and which of those are soft, with a slack each; or that a row no direction can move makes
 the stage infeasible. Compiled for an explicit signature when imported, from numba's on-disk
 cache after the first time.
 """
@@ -16,87 +16,128 @@ import numpy as np
 from wbc_control.kernel_cache import kernel
 from wbc_control.kernel_types import C_MATRIX, C_VECTOR, FLAGS, MATRIX, VECTOR
 
-#: `stage_rows`' verdicts.
+#: `stage_problem`'s verdicts.
 MEETS_ALL, NEEDS_QP, STUCK = 0, 1, 2
+
+STAGE_PROBLEM = types.Tuple(
+    (int64, C_MATRIX, C_VECTOR, C_MATRIX, C_VECTOR, C_VECTOR, types.Array(int64, 1, 'C'))
+)
 
 
 @kernel(
-    types.Tuple((int64, C_MATRIX, C_VECTOR, C_VECTOR, C_VECTOR, types.Array(int64, 1, 'C')))(
-        MATRIX, VECTOR, VECTOR, FLAGS, VECTOR, VECTOR, MATRIX, VECTOR, float64, float64,
-        float64,
+    STAGE_PROBLEM(
+        MATRIX, VECTOR, MATRIX, VECTOR, VECTOR, FLAGS, VECTOR, VECTOR, MATRIX, VECTOR,
+        float64, float64, float64, float64,
     ),
     any_layout=True,
 )  # fmt: skip
-def stage_rows(
-    rows, lower, upper, soft, norms, point, basis, step, primal, carried, degenerate
+def stage_problem(
+    hessian,
+    gradient,
+    rows,
+    lower,
+    upper,
+    soft,
+    norms,
+    point,
+    basis,
+    step,
+    primal,
+    carried,
+    degenerate,
+    soft_weight,
 ):  # pragma: no cover - runs compiled
-    """(verdict, rows, lower, upper, stiffness, index) of the stage's rows (the module docstring).
+    """(verdict, H, g, rows, lower, upper, hard) of the stage's QP (the module docstring).
 
-    For every row i of C that goes to the solver, in order: its row cᵢ Z / ‖cᵢ Z‖ and bounds
-    (lowerᵢ − cᵢ x₀) / ‖cᵢ Z‖, (upperᵢ − cᵢ x₀) / ‖cᵢ Z‖, widened to 0 where x₀ meets them to
-    `carried` (relative); `stiffness` < 0 for a hard row, else the slack's relative weight in
-    the scaled units, (min(ratio / `degenerate`, 1))² ‖cᵢ Z‖² (1 ‖cᵢ Z‖² for a row soft
-    already), ratio = ‖cᵢ Z‖ / ‖cᵢ‖; `index` the row's number in C. A row is soft here where
-    its ratio is below `degenerate`, and goes to the solver where ‖cᵢ Z‖ is above 1e-12 of the
-    largest. `step`: the stage's closed-form step, which meets a row to `primal` (relative).
+    The QP is min ½ zᵀ H z + gᵀ z s.t. lower ≤ rows z ≤ upper over z and a slack per soft row.
+    A row i of C goes to the solver where ‖cᵢ Z‖ is above 1e-12 of the largest, scaled to
+    cᵢ Z / ‖cᵢ Z‖, with the bounds (lowerᵢ − cᵢ x₀) / ‖cᵢ Z‖, (upperᵢ − cᵢ x₀) / ‖cᵢ Z‖ widened
+    to 0 where x₀ meets them to `carried` (relative); the hard ones first, in order (`hard`:
+    their numbers in C). A row is soft where marked so or where its ratio ‖cᵢ Z‖ / ‖cᵢ‖ is
+    below `degenerate`; it goes twice, cᵢ z + sᵢ ≥ lowerᵢ then cᵢ z − sᵢ ≤ upperᵢ (so that at the
+    optimum |sᵢ| is its violation, half the gap where lower > upper), and sᵢ costs
+    w (min(ratio / `degenerate`, 1))² ‖cᵢ Z‖² sᵢ² in the scaled units (the factor 1 for a row
+    marked soft), w = `soft_weight` times H's mean curvature. `step`: the closed-form step,
+    which meets a row to `primal` (relative).
     """
     count, size = rows.shape[0], basis.shape[1]
-    matrix = np.ascontiguousarray(rows).dot(np.ascontiguousarray(basis))
-    offset = np.ascontiguousarray(rows).dot(np.ascontiguousarray(point))
+    c_rows = np.ascontiguousarray(rows)
+    matrix = c_rows.dot(np.ascontiguousarray(basis))
+    offset = c_rows.dot(np.ascontiguousarray(point))
     values = matrix.dot(np.ascontiguousarray(step))
+    empty = (np.zeros((0, 0)), np.zeros(0), np.zeros((0, 0)), np.zeros(0), np.zeros(0))
+    none = np.zeros(0, np.int64)
     meets = True
     for i in range(count):
         slack = primal * (1.0 + abs(values[i]))
         if values[i] < lower[i] - offset[i] - slack or values[i] > upper[i] - offset[i] + slack:
             meets = False
             break
-    empty = np.zeros(0)
     if meets:
-        return MEETS_ALL, np.zeros((0, size)), empty, empty, empty, np.zeros(0, np.int64)
+        return (MEETS_ALL, *empty, none)
     reduced_norms = np.empty(count)
-    largest = 0.0
     for i in range(count):
         total = 0.0
         for j in range(size):
             total += matrix[i, j] * matrix[i, j]
         reduced_norms[i] = math.sqrt(total)
-        largest = max(largest, reduced_norms[i])
-    threshold = 1e-12 * max(largest, 1e-300)
-    out_rows = np.empty((count, size))
-    out_lower, out_upper = np.empty(count), np.empty(count)
-    stiffness, index = np.empty(count), np.empty(count, np.int64)
-    kept = 0
+    threshold = 1e-12 * max(reduced_norms.max() if count else 0.0, 1e-300)
+    low, high = np.empty(count), np.empty(count)
+    weight = np.full(count, -1.0)  # < 0: a hard row, else the slack's relative weight
+    hard_count = soft_count = 0
     for i in range(count):
-        low, high = lower[i] - offset[i], upper[i] - offset[i]
+        low[i], high[i] = lower[i] - offset[i], upper[i] - offset[i]
         widen = carried * (1.0 + abs(offset[i]))
-        if low <= widen:
-            low = min(low, 0.0)
-        if high >= -widen:
-            high = max(high, 0.0)
+        if low[i] <= widen:
+            low[i] = min(low[i], 0.0)
+        if high[i] >= -widen:
+            high[i] = max(high[i], 0.0)
         norm = reduced_norms[i]
         ratio = norm / max(norms[i], 1e-300)
         is_soft = soft[i] or ratio < degenerate
         if not norm > threshold:
             slack = primal * (1.0 + abs(values[i]))
-            if not is_soft and (low > slack or high < -slack):
-                return STUCK, np.zeros((0, size)), empty, empty, empty, np.zeros(0, np.int64)
+            if not is_soft and (low[i] > slack or high[i] < -slack):
+                return (STUCK, *empty, none)
+            reduced_norms[i] = 0.0  # not handed over
             continue
-        scale = 1.0 / norm
-        for j in range(size):
-            out_rows[kept, j] = scale * matrix[i, j]
-        out_lower[kept], out_upper[kept] = scale * low, scale * high
         if is_soft:
-            relative = 1.0 if soft[i] else min(ratio / degenerate, 1.0) ** 2
-            stiffness[kept] = relative * norm * norm
+            weight[i] = (1.0 if soft[i] else min(ratio / degenerate, 1.0) ** 2) * norm * norm
+            soft_count += 1
         else:
-            stiffness[kept] = -1.0
-        index[kept] = i
-        kept += 1
-    return (
-        NEEDS_QP,
-        out_rows[:kept].copy(),
-        out_lower[:kept].copy(),
-        out_upper[:kept].copy(),
-        stiffness[:kept].copy(),
-        index[:kept].copy(),
-    )
+            hard_count += 1
+    total = size + soft_count
+    curvature = np.zeros((total, total))
+    for i in range(size):
+        for j in range(size):
+            curvature[i, j] = 0.5 * (hessian[i, j] + hessian[j, i])
+    mean = 0.0
+    for i in range(size):
+        mean += hessian[i, i]
+    scale = soft_weight * max(mean / size, 1e-300)
+    linear = np.zeros(total)
+    linear[:size] = gradient
+    out = np.zeros((hard_count + 2 * soft_count, total))
+    out_lower = np.empty(hard_count + 2 * soft_count)
+    out_upper = np.empty(hard_count + 2 * soft_count)
+    hard = np.empty(hard_count, np.int64)
+    h = s = 0
+    for i in range(count):
+        norm = reduced_norms[i]
+        if norm == 0.0:
+            continue
+        if weight[i] < 0.0:
+            first = second = h
+            hard[h] = i
+            out_lower[h], out_upper[h] = low[i] / norm, high[i] / norm
+            h += 1
+        else:
+            first, second = hard_count + s, hard_count + soft_count + s
+            out_lower[first], out_upper[first] = low[i] / norm, math.inf
+            out_lower[second], out_upper[second] = -math.inf, high[i] / norm
+            out[first, size + s], out[second, size + s] = 1.0, -1.0
+            curvature[size + s, size + s] = max(scale * weight[i], 1e-12 * scale)
+            s += 1
+        for j in range(size):
+            out[first, j] = out[second, j] = matrix[i, j] / norm
+    return NEEDS_QP, curvature, linear, out, out_lower, out_upper, hard

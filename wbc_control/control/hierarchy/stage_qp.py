@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import quadprog
 
-from wbc_control.control.hierarchy.stage_kernel import MEETS_ALL, STUCK, stage_rows
+from wbc_control.control.hierarchy.stage_kernel import MEETS_ALL, STUCK, stage_problem
 
 try:  # optional: faster and more precise where installed (pip only, no rosdep key)
     import daqp
@@ -66,26 +66,21 @@ def solve_stage(
 ) -> tuple[np.ndarray | None, str, np.ndarray | None]:
     """(z, '', active) of min ½ zᵀ H z + gᵀ z s.t. lower ≤ C (x₀ + Z z) ≤ upper.
 
-    (None, why, None) where the stage has no solution. `unbounded` is the problem's solution without the inequalities. Soft rows get a slack
-    each, penalised `SOFT_WEIGHT` times the curvature: violated only where nothing else is
-    possible. `active` says which hard rows bind at the solution (+1 upper, -1 lower, 0 none,
-    one per row of `inequality`); a `warm` such guess is DAQP's first working set.
+    (None, why, None) where the stage has no solution. `unbounded` is the problem's solution
+    without the inequalities. Soft rows get a slack each, penalised `SOFT_WEIGHT` times the
+    curvature: violated only where nothing else is possible (`stage_kernel`). `active` says
+    which hard rows bind at the solution (+1 upper, -1 lower, 0 none, one per row of
+    `inequality`); a `warm` such guess is DAQP's first working set.
     """
-    verdict, rows, low, high, stiffness, index = stage_rows(
-        inequality.rows, inequality.lower, inequality.upper, inequality.soft, inequality.norms,
-        point, basis, unbounded, PRIMAL_TOLERANCE, CARRIED_TOLERANCE, DEGENERATE,
+    verdict, curvature, gradient, rows, low, high, hard = stage_problem(
+        hessian, gradient, inequality.rows, inequality.lower, inequality.upper,
+        inequality.soft, inequality.norms, point, basis, unbounded,
+        PRIMAL_TOLERANCE, CARRIED_TOLERANCE, DEGENERATE, SOFT_WEIGHT,
     )  # fmt: skip
     if verdict == MEETS_ALL:
         return unbounded, '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
     if verdict == STUCK:
         return None, 'a constraint no direction left can meet', None
-    curvature = 0.5 * (hessian + hessian.T)
-    soft = stiffness >= 0.0
-    hard = index[~soft]  # the rows handed to the solver first, in order
-    if soft.any():
-        curvature, gradient, rows, low, high = _with_slacks(
-            curvature, gradient, rows, low, high, soft, stiffness[soft]
-        )
     sense = np.zeros(low.shape[0], dtype=np.intc)
     if warm is not None:
         sense[: hard.shape[0]] = _SENSE[warm[hard] + 1]
@@ -98,32 +93,6 @@ def solve_stage(
     else:
         active[hard] = np.sign(multipliers[: hard.shape[0]])
     return z[: hessian.shape[0]], '', active
-
-
-def _with_slacks(curvature, gradient, matrix, lower, upper, soft, stiffness):
-    """The stage with a slack sᵢ per soft row: cᵢ z + sᵢ ≥ lowerᵢ, cᵢ z − sᵢ ≤ upperᵢ, cost w sᵢ².
-
-    At the optimum |sᵢ| is the row's violation (half the gap where lower > upper), so the
-    cost is that of the violation. Returns the extended curvature, gradient, rows and bounds.
-    """
-    size, count = curvature.shape[0], stiffness.shape[0]
-    weight = SOFT_WEIGHT * max(np.trace(curvature) / size, 1e-300)
-    extended = np.zeros((size + count, size + count))
-    extended[:size, :size] = curvature
-    extended[size:, size:] = np.diag(np.maximum(weight * stiffness, 1e-12 * weight))
-    hard = ~soft
-    indices = np.flatnonzero(soft)
-    rows = np.zeros((hard.sum() + 2 * count, size + count))
-    rows[: hard.sum(), :size] = matrix[hard]
-    rows[hard.sum() : hard.sum() + count, :size] = matrix[indices]
-    rows[hard.sum() + count :, :size] = matrix[indices]
-    slack = size + np.arange(count)
-    rows[hard.sum() + np.arange(count), slack] = 1.0
-    rows[hard.sum() + count + np.arange(count), slack] = -1.0
-    infinite = np.full(count, np.inf)
-    lower = np.concatenate([lower[hard], lower[indices], -infinite])
-    upper = np.concatenate([upper[hard], infinite, upper[indices]])
-    return extended, np.concatenate([gradient, np.zeros(count)]), rows, lower, upper
 
 
 def _daqp(curvature, gradient, rows, lower, upper, sense):
