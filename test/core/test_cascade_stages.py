@@ -1,0 +1,328 @@
+"""The cascade's compiled parts against plain numpy, and its warm start.
+
+`level_kernel.level_problem` against `oracles.level_problem` (numpy's SVDs and `lstsq`);
+`stage_kernel.stage_problem`'s rules on both sides of each boundary (a step that meets a row to
+the tolerance, a bound the start point meets to `carried`, a row at the `degenerate` ratio, a
+row no direction moves); `stage_qp.solve_stage` against quadprog on the same problem written
+the textbook way (Goldfarb & Idnani 1983); the working sets a stage reports bind, and DAQP
+started from them needs no further step.
+"""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import numpy as np
+from oracles import level_problem as oracle
+import pytest
+import quadprog
+from robots import random_state, robot
+
+from wbc_control.control.contact.contacts import Contact
+from wbc_control.control.hierarchy import cascade, stage_qp
+from wbc_control.control.hierarchy.dense import cholesky, pivoted_qr, reciprocal_condition
+from wbc_control.control.hierarchy.level_kernel import level_problem
+from wbc_control.control.hierarchy.stage_kernel import (
+    MEETS_ALL,
+    NEEDS_QP,
+    STUCK,
+    stage_problem,
+)
+from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.tasks import ComTask, FramePositionTask, JointPostureTask
+
+PRIMAL, CARRIED, DEGENERATE, SOFT = 1e-8, 1e-5, 1e-2, 1e4
+
+
+def freedom(rng, nv: int, forces: int, moving: int, still: int):
+    """An orthonormal Z (nv + forces, moving + still): `still` columns have no q̈ part."""
+    nx = nv + forces
+    still_part = np.zeros((nx, still))
+    if still:
+        still_part[nv:] = np.linalg.qr(rng.standard_normal((forces, still)))[0]
+    mixed = rng.standard_normal((nx, moving))
+    mixed -= still_part.dot(still_part.T.dot(mixed))
+    return np.hstack([np.linalg.qr(mixed)[0], still_part])
+
+
+def level_case(seed: int, forces: int, weak: bool):
+    rng = np.random.default_rng(seed)
+    nv, m = 7 + seed % 3, 3 + seed % 4
+    moving, still = nv - 1 - seed % 2, min(forces, 3)
+    basis = freedom(rng, nv, forces, moving, still)
+    rows = rng.standard_normal((m, nv)) * np.linspace(0.5, 2.0, nv)
+    if weak:  # one of the level's directions nearly lost in the freedom left
+        left, values, right_t = np.linalg.svd(rows.dot(basis[:nv, :moving]), full_matrices=False)
+        values[-1] = 1e-3 * values[0]
+        rows = (left * values).dot(right_t).dot(np.linalg.pinv(basis[:nv, :moving]))
+    point = rng.standard_normal(nv + forces)
+    return (
+        rows, rng.standard_normal(m), min(m, moving), point, basis, moving,
+        rng.standard_normal(nv),
+    )  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    forces=st.sampled_from([0, 6]),
+    weak=st.booleans(),
+    rank_drop=st.integers(0, 1),
+)
+def test_a_levels_problem_is_the_plain_numpy_one(seed, forces, weak, rank_drop):
+    rows, target, rank, point, basis, moving, reference = level_case(seed, forces, weak)
+    rank -= rank_drop
+    band, tie_break = 0.03, 1e-3
+    authority, hessian, gradient, step, fixed, *report = level_problem(
+        rows, target, rank, point, basis, moving, reference, band, forces == 0, tie_break
+    )
+    expected = oracle.level_problem(
+        rows, target, rank, point, basis, moving, reference, band, tie_break
+    )
+    assert authority == (expected is not None)
+    if expected is None:
+        return
+    scale = np.abs(expected.hessian).max()
+    np.testing.assert_allclose(hessian, expected.hessian, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(
+        gradient, expected.gradient, rtol=0, atol=1e-10 * np.abs(expected.gradient).max()
+    )
+    # The QP's minimiser; where the level moves all it can (its generic rank), the least-norm
+    # least-squares step too: the tie-break then acts only where the design does not.
+    minimiser = -np.linalg.solve(expected.hessian, expected.gradient)
+    np.testing.assert_allclose(step, minimiser, rtol=1e-7, atol=1e-9)
+    if not rank_drop:
+        np.testing.assert_allclose(step, expected.step, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fixed.dot(fixed.T), expected.fixed_projector, atol=1e-10)
+    assert report[:2] == list(expected.report[:2])
+    np.testing.assert_allclose(report[2:], expected.report[2:], rtol=1e-8)
+    if weak and not rank_drop:  # the nearly lost direction is found weak
+        assert report[1] >= 1
+
+
+def test_a_level_that_can_move_nothing_has_no_authority():
+    rows, target, rank, point, basis, moving, reference = level_case(3, 0, False)
+    for zero_rows, rank_now in ((np.zeros_like(rows), rank), (rows, 0)):
+        authority, *_ = level_problem(
+            zero_rows, target, rank_now, point, basis, moving, reference, 0.03, True, 1e-3
+        )
+        assert not authority
+
+
+def stage_case(seed: int = 0):
+    """Three constraint rows over nx = 5 in a 3-dimensional freedom, bounds on both sides."""
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.standard_normal((5, 3)))[0]
+    rows = rng.standard_normal((3, 5)) * [[1.0], [2.0], [0.5]]
+    point = rng.standard_normal(5)
+    step = np.array([0.3, -0.2, 0.5])
+    values = rows.dot(point + basis.dot(step))
+    lower = values - np.array([0.1, 0.2, 0.3])
+    upper = values + np.array([0.4, 0.5, 0.6])
+    return rows, lower, upper, point, basis, step
+
+
+def call(rows, lower, upper, point, basis, step, soft=None, hessian=None):
+    size = basis.shape[1]
+    soft = np.zeros(rows.shape[0], dtype=bool) if soft is None else soft
+    hessian = np.diag(np.arange(1.0, size + 1.0)) if hessian is None else hessian
+    norms = np.linalg.norm(rows, axis=1)
+    return stage_problem(
+        hessian, np.linspace(-1.0, 1.0, size), rows, lower, upper, soft, norms, point, basis,
+        step, PRIMAL, CARRIED, DEGENERATE, SOFT,
+    )  # fmt: skip
+
+
+def test_a_step_that_meets_every_row_to_the_tolerance_needs_no_qp():
+    rows, lower, upper, point, basis, step = stage_case()
+    offset, moved = rows.dot(point), rows.dot(basis.dot(step))
+    tolerance = PRIMAL * (1.0 + np.abs(moved))  # relative to the step's own change
+    at_edge = upper.copy()
+    at_edge[1] = offset[1] + moved[1] - 0.99 * tolerance[1]
+    assert call(rows, lower, at_edge, point, basis, step)[0] == MEETS_ALL
+    at_edge[1] = offset[1] + moved[1] - 1.01 * tolerance[1]
+    assert call(rows, lower, at_edge, point, basis, step)[0] == NEEDS_QP
+    below = lower.copy()
+    below[2] = offset[2] + moved[2] + 0.99 * tolerance[2]
+    assert call(rows, below, upper, point, basis, step)[0] == MEETS_ALL
+    below[2] = offset[2] + moved[2] + 1.01 * tolerance[2]  # now on the lower side
+    assert call(rows, below, upper, point, basis, step)[0] == NEEDS_QP
+
+
+def violated(rows, lower, upper, point, basis, step):
+    """The case with row 0's upper bound just below the step, so that the QP is needed."""
+    upper = upper.copy()
+    upper[0] = rows[0].dot(point + basis.dot(step)) - 0.05
+    return rows, lower, upper, point, basis, step
+
+
+def test_the_rows_go_scaled_with_the_bounds_the_start_point_meets_widened_to_it():
+    rows, lower, upper, point, basis, step = violated(*stage_case())
+    offset = rows.dot(point)
+    carried = CARRIED * (1.0 + np.abs(offset))
+    lower = lower.copy()
+    lower[1] = offset[1] + 0.5 * carried[1]  # met to `carried`: widened to the start point
+    lower[2] = offset[2] + 2.0 * carried[2]  # beyond it: kept
+    verdict, _, _, out, low, high, hard = call(rows, lower, upper, point, basis, step)
+    assert verdict == NEEDS_QP
+    assert hard.tolist() == [0, 1, 2]
+    norms = np.linalg.norm(rows.dot(basis), axis=1)
+    np.testing.assert_allclose(out, rows.dot(basis) / norms[:, None], atol=1e-14)
+    assert low[1] == 0.0
+    assert low[2] == pytest.approx((lower[2] - offset[2]) / norms[2], rel=1e-12)
+    np.testing.assert_allclose(high, (upper - offset) / norms, rtol=1e-12)
+
+
+@pytest.mark.parametrize(('factor', 'soft'), [(0.99, True), (1.01, False)])
+def test_a_row_the_stage_can_hardly_move_is_soft_below_the_degenerate_ratio(factor, soft):
+    rows, lower, upper, point, basis, step = violated(*stage_case())
+    # Row 2 made mostly orthogonal to the freedom: ‖c Z‖ / ‖c‖ = factor · DEGENERATE.
+    inside = basis.dot(basis.T.dot(rows[2]))
+    outside = rows[2] - inside
+    along = (
+        factor * DEGENERATE * np.linalg.norm(outside) / np.sqrt(1.0 - (factor * DEGENERATE) ** 2)
+    )
+    rows = rows.copy()
+    rows[2] = outside + along * inside / np.linalg.norm(inside)
+    values = rows[2].dot(point + basis.dot(step))
+    lower, upper = lower.copy(), upper.copy()
+    lower[2], upper[2] = values - 1.0, values + 1.0
+    verdict, curvature, gradient, out, low, high, hard = call(
+        rows, lower, upper, point, basis, step
+    )
+    assert verdict == NEEDS_QP
+    assert (2 not in hard) == soft
+    assert out.shape == ((2 + 2, 4) if soft else (3, 3))
+    assert curvature.shape[0] == out.shape[1] == gradient.shape[0]
+    if soft:  # its two sides, each with the slack, which costs w (ratio / degenerate)² ‖c Z‖²
+        assert out[2:, 3].tolist() == [1.0, -1.0]
+        assert np.isinf(high[2]) and np.isinf(low[3])
+        norm = np.linalg.norm(rows[2].dot(basis))
+        weight = SOFT * np.trace(np.diag([1.0, 2.0, 3.0])) / 3 * factor**2 * norm**2
+        assert curvature[3, 3] == pytest.approx(weight, rel=1e-9)
+
+
+def test_a_row_too_small_to_move_anything_is_infeasible_only_where_its_bounds_exclude_the_start():
+    """Below 1e-12 of the largest row in the freedom a row moves nothing; it is not soft where
+    what it has lies in the freedom (ratio 1), so bounds that exclude the start are a
+    conflict, and bounds that admit it bind nothing (the row is dropped)."""
+    rows, lower, upper, point, basis, step = violated(*stage_case())
+    rows = rows.copy()
+    rows[1] = 1e-14 * basis.dot(basis.T.dot(rows[1]))
+    offset = rows[1].dot(point)
+    for low, expected in ((offset - 1.0, NEEDS_QP), (offset + 1.0, STUCK)):
+        lower = lower.copy()
+        lower[1], upper[1] = low, offset + 2.0
+        verdict, *_, hard = call(rows, lower, upper, point, basis, step)
+        assert verdict == expected
+        assert expected == STUCK or 1 not in hard
+    soft = np.array([False, True, False])  # a soft one gives way instead
+    assert call(rows, lower, upper, point, basis, step, soft)[0] == NEEDS_QP
+    outside = rows.copy()  # nothing of it in the freedom: soft by its ratio, never a conflict
+    outside[1] = rows[1] - basis.dot(basis.T.dot(rows[1])) + [1.0, -2.0, 0.5, 0.0, 1.5]
+    outside[1] -= basis.dot(basis.T.dot(outside[1]))
+    lower[1] = outside[1].dot(point) + 1.0
+    assert call(outside, lower, upper, point, basis, step)[0] == NEEDS_QP
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_a_stage_is_quadprogs_solution_of_the_textbook_problem(seed):
+    rng = np.random.default_rng(seed)
+    nx, size = 9, 6
+    basis = np.linalg.qr(rng.standard_normal((nx, size)))[0]
+    point = rng.standard_normal(nx)
+    rows = rng.standard_normal((8, nx))
+    lower = rows.dot(point) - rng.uniform(0.1, 0.5, 8)
+    upper = rows.dot(point) + rng.uniform(0.1, 0.5, 8)
+    lower[3], upper[5] = -np.inf, np.inf
+    factor = rng.standard_normal((size, size))
+    hessian = factor.dot(factor.T) + np.diag(np.linspace(0.5, 1.0, size))
+    gradient = 5.0 * rng.standard_normal(size)
+    unbounded = -np.linalg.solve(hessian, gradient)
+    inequality = stage_qp.inequalities(rows, lower, upper, np.zeros(8, dtype=bool))
+    z, status, active = stage_qp.solve_stage(
+        hessian, gradient, inequality, point, basis, unbounded
+    )
+    matrix, offset = rows.dot(basis), rows.dot(point)
+    below, above = np.isfinite(lower), np.isfinite(upper)
+    expected = quadprog.solve_qp(
+        hessian,
+        -gradient,
+        np.vstack([matrix[below], -matrix[above]]).T,
+        np.concatenate([(lower - offset)[below], -(upper - offset)[above]]),
+    )[0]
+    assert status == ''
+    np.testing.assert_allclose(z, expected, atol=1e-8)
+    values = matrix.dot(z) + offset
+    assert active.any()  # the unconstrained step leaves the box
+    np.testing.assert_allclose(values[active > 0], upper[active > 0], atol=1e-8)
+    np.testing.assert_allclose(values[active < 0], lower[active < 0], atol=1e-8)
+    inside = active == 0
+    assert (values[inside] > lower[inside] + 1e-9).all()
+    assert (values[inside] < upper[inside] - 1e-9).all()
+
+
+def talos_controller():
+    talos = robot('talos')
+    entries = [
+        TaskEntry('com', ComTask(talos, (0.02, -0.01, 0.85), kp=400.0), 0),
+        TaskEntry('hand', FramePositionTask(talos, 'gripper_left_base_link', (0.5, 0.4, 1.2), kp=80.0), 1),
+        TaskEntry('posture', JointPostureTask(talos, np.linspace(-0.3, 0.3, talos.n_actuated), kp=30.0), 2),
+    ]  # fmt: skip
+    contacts = [
+        Contact.create(talos, f'{side}_sole_link', 'surface') for side in ('left', 'right')
+    ]
+    return talos, PrioritizedController(
+        talos, entries, contacts=contacts, effort_limits=0.3 * talos.effort_limits
+    )
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_a_warm_started_tick_is_the_cold_one_and_daqp_needs_no_step_from_the_true_set(
+    seed, monkeypatch
+):
+    """Tight effort limits make rows bind; the tick is solved cold, then warm from its sets."""
+    talos, warm = talos_controller()
+    _, cold = talos_controller()
+    state = random_state(talos, seed, speed=0.3)
+    first = warm.compute(state)
+    assert any(found is not None and found.any() for found in warm._terms.working_sets)
+    iterations = []
+    solve = stage_qp.daqp.solve
+
+    def counted(*arguments, **settings):
+        result = solve(*arguments, **settings)
+        iterations.append((bool(np.any(arguments[5])), result[2], result[3]['iterations']))
+        return result
+
+    monkeypatch.setattr(stage_qp.daqp, 'solve', counted)
+    again = warm.compute(state)  # the same state: the sets of the last tick are the answer
+    np.testing.assert_allclose(again.torque, first.torque, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(again.torque, cold.compute(state).torque, rtol=1e-9, atol=1e-9)
+    # DAQP's flag 1: an exact optimum (4: one found after cycling, whatever the start).
+    started = [count for was_warm, flag, count in iterations if was_warm and flag == 1]
+    assert len(started) >= 3 and max(started) <= 1
+
+
+def test_the_working_sets_are_kept_per_stage_and_only_over_the_same_rows():
+    previous = (np.array([1, 0, -1], dtype=np.int8), None, np.array([0, 1], dtype=np.int8))
+    sets = cascade.WorkingSets(previous, rows=3)
+    assert sets.guess().tolist() == [1, 0, -1]
+    sets.record(None)
+    assert sets.guess() is None  # the previous tick solved no QP at this stage
+    sets.record(np.zeros(3, dtype=np.int8))
+    assert sets.guess() is None  # over 2 rows, not these 3
+    sets.record(None)
+    assert sets.guess() is None  # beyond the stages of the previous tick
+
+
+def test_the_factorisations():
+    rng = np.random.default_rng(4)
+    matrix = rng.standard_normal((6, 4)) * [1.0, 3.0, 0.5, 2.0]
+    matrix[:, 2] = matrix[:, 0] + matrix[:, 1]  # rank 3
+    orthogonal, triangle, pivots = pivoted_qr(matrix)
+    np.testing.assert_allclose(orthogonal.T.dot(orthogonal), np.eye(6), atol=1e-14)
+    np.testing.assert_allclose(matrix[:, pivots], orthogonal[:, :4].dot(triangle), atol=1e-13)
+    diagonal = np.abs(np.diag(triangle))
+    assert (np.diff(diagonal) <= 1e-12).all() and diagonal[3] < 1e-12 < diagonal[2]
+    spd = np.diag([4.0, 1.0, 0.25])
+    assert reciprocal_condition(cholesky(spd), spd) == pytest.approx(1.0 / 16.0)
+    assert cholesky(np.diag([1.0, -1e-3, 2.0])) is None

@@ -1,0 +1,59 @@
+"""A level's least-squares problem written plainly with numpy (the reference for level_kernel).
+
+The same definitions as `wbc_control.control.hierarchy.level_kernel.level_problem`, taken the
+long way: numpy's SVD for every basis, the regularisation from the SVD of Z's q̈ rows (not
+their QR factor), the closed-form step by `lstsq` (the least-norm least-squares solution, Golub
+& Van Loan 2013, sec 5.5.1) rather than by the Cholesky factor of H.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Level(NamedTuple):
+    """The level's QP and report, as `level_problem` returns them (authority held)."""
+
+    hessian: np.ndarray
+    gradient: np.ndarray
+    step: np.ndarray  # the least-norm least-squares step of the design
+    fixed_projector: np.ndarray  # F Fᵀ over the joint-moving columns (F's basis is not unique)
+    report: tuple[int, int, float, float]
+
+
+def level_problem(rows, target, rank, point, basis, moving, reference, band, tie_break):
+    """`Level` of a level (None where it can move nothing)."""
+    nv = rows.shape[1]
+    joints = basis[:nv, :moving]
+    reduced = rows.dot(joints)
+    if not reduced.size:
+        return None
+    _, singular, right_t = np.linalg.svd(reduced, full_matrices=True)
+    rank = min(rank, singular.shape[0])
+    if rank == 0 or not singular[0] > 0.0:
+        return None
+    fixed = right_t[rank:].T
+    left, values, _ = np.linalg.svd(joints, full_matrices=False)
+    span = left[:, values > 1e-12 * values[0]]
+    _, values, right_t_q = np.linalg.svd(rows.dot(span), full_matrices=False)
+    count = min(rank, values.shape[0])
+    weights = np.maximum((band * values[0]) ** 2 - values[:count] ** 2, 0.0)
+    weak = weights > 0.0
+    directions = right_t_q[:count][weak].dot(span.T)
+    condition = values[0] / values[count - 1] if values[count - 1] > 0.0 else np.inf
+    largest = weights.max(initial=0.0) / values[0] ** 2
+    report = (count, int(weak.sum()), condition, largest)
+    size = basis.shape[1]
+    design = np.zeros((reduced.shape[0] + directions.shape[0], size))
+    design[: reduced.shape[0], :moving] = reduced
+    root = np.sqrt(weights[weak])
+    design[reduced.shape[0] :, :moving] = root[:, None] * directions.dot(joints)
+    goal = np.concatenate(
+        [target - rows.dot(point[:nv]), root * directions.dot(reference - point[:nv])]
+    )
+    hessian = design.T.dot(design)
+    curvature = tie_break * singular[0] ** 2
+    hessian[:moving, :moving] += curvature * fixed.dot(fixed.T)
+    hessian[moving:, moving:] += curvature * np.eye(size - moving)
+    step = np.linalg.lstsq(design, goal, rcond=None)[0]
+    return Level(hessian, -design.T.dot(goal), step, fixed.dot(fixed.T), report)
