@@ -44,7 +44,6 @@ the span of the level's own rows, which the levels below may not change anyway.
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from wbc_control.control.hierarchy import dense
 from wbc_control.control.hierarchy.level_kernel import level_problem
@@ -273,7 +272,7 @@ def _affine_solutions(rows: np.ndarray, values: np.ndarray):
     orthogonal, triangle, pivots = dense.pivoted_qr(rows.T)  # rows[p] = Rᵀ Qᵀ
     diagonal = np.abs(np.diag(triangle))
     rank = int((diagonal**2 > RANK_TOLERANCE * diagonal[0] ** 2).sum()) if diagonal[0] else 0
-    leading = solve_triangular(triangle[:rank, :rank], values[pivots[:rank]], trans='T')
+    leading = dense.upper_transposed_solve(triangle[:rank, :rank], values[pivots[:rank]])
     point = orthogonal[:, :rank].dot(leading)
     error = rows.dot(point) - values
     if np.abs(error).max(initial=0.0) > 1e-9 * (1.0 + np.abs(values).max(initial=0.0)):
