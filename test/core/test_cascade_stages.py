@@ -201,9 +201,11 @@ def test_a_row_the_stage_can_hardly_move_is_soft_below_the_degenerate_ratio(fact
 
 
 def test_a_row_too_small_to_move_anything_is_infeasible_only_where_its_bounds_exclude_the_start():
-    """Below 1e-12 of the largest row in the freedom a row moves nothing; it is not soft where
-    what it has lies in the freedom (ratio 1), so bounds that exclude the start are a
-    conflict, and bounds that admit it bind nothing (the row is dropped)."""
+    """A row below 1e-12 of the largest in the freedom moves nothing.
+
+    It is not soft where what it has lies in the freedom (ratio 1), so bounds that exclude the
+    start are a conflict, and bounds that admit it bind nothing (the row is dropped).
+    """
     rows, lower, upper, point, basis, step = violated(*stage_case())
     rows = rows.copy()
     rows[1] = 1e-14 * basis.dot(basis.T.dot(rows[1]))
@@ -262,11 +264,13 @@ def test_a_stage_is_quadprogs_solution_of_the_textbook_problem(seed):
 
 def talos_controller():
     talos = robot('talos')
+    hand = FramePositionTask(talos, 'gripper_left_base_link', (0.5, 0.4, 1.2), kp=80.0)
+    posture = JointPostureTask(talos, np.linspace(-0.3, 0.3, talos.n_actuated), kp=30.0)
     entries = [
         TaskEntry('com', ComTask(talos, (0.02, -0.01, 0.85), kp=400.0), 0),
-        TaskEntry('hand', FramePositionTask(talos, 'gripper_left_base_link', (0.5, 0.4, 1.2), kp=80.0), 1),
-        TaskEntry('posture', JointPostureTask(talos, np.linspace(-0.3, 0.3, talos.n_actuated), kp=30.0), 2),
-    ]  # fmt: skip
+        TaskEntry('hand', hand, 1),
+        TaskEntry('posture', posture, 2),
+    ]
     contacts = [
         Contact.create(talos, f'{side}_sole_link', 'surface') for side in ('left', 'right')
     ]

@@ -30,7 +30,7 @@ def reciprocal_condition(factor: np.ndarray, matrix: np.ndarray) -> float:
 
 
 def upper_transposed_solve(triangle: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """x of Rᵀ x = b, R upper triangular and non-singular (forward substitution)."""
+    """The x of Rᵀ x = b, R upper triangular and non-singular (forward substitution)."""
     solution, info = _TRTRS(triangle, rhs, trans=1)
     if info != 0:  # pragma: no cover - a zero pivot: the caller's rank test excludes it
         raise ValueError(f'trtrs failed ({info})')
