@@ -8,6 +8,7 @@ import pytest
 from robots import random_state, robot
 
 from wbc_control.control.contact.contacts import (
+    CONTACT_VELOCITY_DAMPING,
     MOMENT_ARM_M,
     Contact,
     contact_force_reports,
@@ -46,7 +47,7 @@ def talos_controller(extra_levels: int = 2, com_target=(0.0, 0.0, 0.9), com_kp=5
 
 
 def kkt_acceleration(state: RobotState, constraint, drift, torque) -> np.ndarray:
-    """Forward dynamics under the contacts: [M Aᵀ; A 0][q̈; λ] = [Sᵀτ − h; −Ȧq̇]."""
+    """Forward dynamics under the contacts: [M Aᵀ; A 0][q̈; λ] = [Sᵀτ − h; −drift]."""
     nv, m = state.robot.nv, constraint.shape[0]
     generalized = np.zeros(nv)
     generalized[state.robot.indices.v] = torque
@@ -62,14 +63,39 @@ def test_contacts_are_kept_and_the_torque_produces_the_planned_acceleration(seed
     ctrl = talos_controller()
     result = ctrl.compute(state)
     constraint, drift = contact_jacobian(state, ctrl.contacts)
-    np.testing.assert_allclose(constraint @ result.acceleration + drift, 0.0, atol=1e-8)
+    # The contact rows A q̈ = −Ȧq̇ − K A q̇: the feet of a random state move, K damps them.
+    damped = drift + CONTACT_VELOCITY_DAMPING * constraint @ state.v
+    np.testing.assert_allclose(constraint @ result.acceleration + damped, 0.0, atol=1e-8)
     assert result.base_wrench_residual < 1e-8
-    # Closed loop consistency: the rigid-contact dynamics driven by τ give back the same q̈.
+    # Closed loop consistency: the contact-constrained dynamics driven by τ give back q̈.
     np.testing.assert_allclose(
-        kkt_acceleration(state, constraint, drift, result.torque),
+        kkt_acceleration(state, constraint, damped, result.torque),
         result.acceleration,
         atol=1e-6,
     )
+
+
+@pytest.mark.parametrize('seed', [4, 5])
+def test_the_contact_rows_bring_moving_contacts_to_rest_and_leave_resting_ones(seed):
+    """A q̈ + Ȧq̇ = −K A q̇ (Baumgarte 1972): 0 where the soles rest, against their motion else."""
+    talos = robot('talos')
+    moving = random_state(talos, seed, speed=0.3)
+    constraint, _ = contact_jacobian(moving, talos_controller().contacts)
+    free = np.eye(talos.nv) - np.linalg.pinv(constraint) @ constraint
+    resting = RobotState(talos)
+    resting.update(moving.q, free @ moving.v)  # the same motion, the soles at rest
+    for state, at_rest in ((moving, False), (resting, True)):
+        result = talos_controller().compute(state)
+        constraint, drift = contact_jacobian(state, talos_controller().contacts)
+        velocity = constraint @ state.v
+        contact_acceleration = constraint @ result.acceleration + drift
+        assert bool(np.abs(velocity).max() < 1e-9) is at_rest
+        np.testing.assert_allclose(
+            contact_acceleration, -CONTACT_VELOCITY_DAMPING * velocity, atol=1e-8
+        )
+        moving_rows = np.abs(velocity) > 1e-3
+        assert (contact_acceleration[moving_rows] * velocity[moving_rows] < 0.0).all()
+        assert bool(moving_rows.any()) is not at_rest
 
 
 @settings(max_examples=15, deadline=None)

@@ -17,7 +17,11 @@ import numpy as np
 import pytest
 from robots import TALOS_HALF_SITTING, random_state, robot, talos_standing_state
 
-from wbc_control.control.contact.contacts import Contact, contact_jacobian
+from wbc_control.control.contact.contacts import (
+    CONTACT_VELOCITY_DAMPING,
+    Contact,
+    contact_jacobian,
+)
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import ComTask, FramePoseTask, FramePositionTask, JointPostureTask
@@ -81,11 +85,15 @@ CASES = {
 
 
 def oracle_levels(state: RobotState, entries, contacts) -> list[OracleLevel]:
-    """The contacts (A q̈ = −Ȧq̇) as the first level, then the task levels, unit weights."""
+    """The contacts (A q̈ = −Ȧq̇ − K A q̇) as the first level, then the task levels, unit weights.
+
+    K A q̇: the contact velocity's damping (Baumgarte 1972, `contacts.contact_acceleration`).
+    """
     levels = []
     if contacts:
         constraint, drift = contact_jacobian(state, contacts)
-        levels.append(OracleLevel(constraint, -drift, np.ones(len(drift)), (len(drift),)))
+        target = -drift - CONTACT_VELOCITY_DAMPING * constraint.dot(state.v)
+        levels.append(OracleLevel(constraint, target, np.ones(len(drift)), (len(drift),)))
     for priority in sorted({entry.priority for entry in entries}):
         tasks = [entry.task for entry in entries if entry.priority == priority]
         terms = [task.compute(state) for task in tasks]

@@ -19,7 +19,11 @@ import numpy as np
 import pytest
 from robots import random_state, robot, talos_standing_state
 
-from wbc_control.control.contact.contacts import Contact, contact_jacobian
+from wbc_control.control.contact.contacts import (
+    CONTACT_VELOCITY_DAMPING,
+    Contact,
+    contact_jacobian,
+)
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_state import RobotState
@@ -103,12 +107,13 @@ def talos_com_under_contacts(talos):
     com = ComTask(talos, [0.02, 0.01, 0.85], kp=50.0, kd=15.0)
     hand = FramePositionTask(talos, 'gripper_left_base_link', [0.4, 0.3, 1.0], kp=40.0)
     entries = [TaskEntry('com', com, 0), TaskEntry('hand', hand, 1)]
-    return controller(talos, entries, contacts=contacts), contacts
+    # μ = 1: the tasks' forces stay inside the pyramids at these moving states.
+    return controller(talos, entries, contacts=contacts, friction_coefficient=1.0), contacts
 
 
 @pytest.mark.parametrize('seed', range(6))
 def test_the_first_level_under_contacts_reaches_its_desired_acceleration(seed):
-    """Under contacts q̈ starts at −A†ᵀȦq̇ ≠ 0, and the first level must correct for it.
+    """Under contacts q̈ starts at −A†ᵀ(Ȧq̇ + K A q̇) ≠ 0; the first level must correct for it.
 
     The COM and one hand (6 rows) are feasible for Talos standing on both feet at these
     states (32 joints, 12 contact rows), inside the friction pyramids.
@@ -119,12 +124,14 @@ def test_the_first_level_under_contacts_reaches_its_desired_acceleration(seed):
     result = ctrl.compute(state)
     constraint, drift = contact_jacobian(state, contacts)
     assert np.linalg.norm(drift) > 1e-3  # the contacts' own acceleration is not zero
-    # Rigid-contact forward dynamics of the sent torque: [M Aᵀ; A 0][q̈; λ] = [Sᵀτ − h; −Ȧq̇].
+    # Forward dynamics of the sent torque under the contact rows A q̈ = −Ȧq̇ − K A q̇ (the feet
+    # of these states move; K damps them): [M Aᵀ; A 0][q̈; λ] = [Sᵀτ − h; −Ȧq̇ − K A q̇].
     nv, m = talos.nv, constraint.shape[0]
     generalized = np.zeros(nv)
     generalized[talos.indices.v] = result.torque
     block = np.block([[state.mass_matrix, constraint.T], [constraint, np.zeros((m, m))]])
-    rhs = np.concatenate([generalized - state.nonlinear_effects, -drift])
+    damped = drift + CONTACT_VELOCITY_DAMPING * constraint @ state.v
+    rhs = np.concatenate([generalized - state.nonlinear_effects, -damped])
     qdd = np.linalg.solve(block, rhs)[:nv]
     com = ComTask(talos, [0.02, 0.01, 0.85], kp=50.0, kd=15.0)
     np.testing.assert_allclose(

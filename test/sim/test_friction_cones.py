@@ -117,16 +117,7 @@ def _translation(state, robot, task: str, parameters: dict) -> np.ndarray:
     return state.frame_placement(frame).translation.copy()
 
 
-TALOS_MISS = (
-    'Talos tips over: its COM gives way at the friction limit, overshoots, one sole unloads '
-    '0.6 s after the step and the hard constraints become infeasible (docs/safety.md)'
-)
-
-
-@pytest.mark.parametrize(
-    'name',
-    ['solo12', pytest.param('talos', marks=pytest.mark.xfail(reason=TALOS_MISS, strict=True))],
-)
+@pytest.mark.parametrize('name', ['solo12', 'talos'])
 def test_a_fast_step_on_a_slippery_floor_gives_way_instead_of_slipping(name):
     result = run(name)
     print(f'{name}: {result}')

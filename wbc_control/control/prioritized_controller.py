@@ -10,7 +10,8 @@ Kanoun, Lamiraux & Wieber 2011; Escande, Mansard & Wieber 2014). Where no inequa
 no level is weak, its solution is the recursion of Khatib (1987) and Sentis & Khatib (2005)
 with the dynamically consistent inverse J̄ (Khatib 1987, eq 30)::
 
-    N = I ; q̈ = q̈₀                           (q̈₀ = −A†ᵀȦq̇ under contacts, Johnson 2024, eq 22)
+    N = I ; q̈ = q̈₀                           (q̈₀ = −A†ᵀ(Ȧq̇ + K A q̇) under contacts, Johnson
+                                             2024, eq 22, with Baumgarte's damping K)
     for each level k:
         Jp   = J_k N                         # what the higher levels leave free
         Λ    = (Jp M⁻¹ Jpᵀ)⁺                 # in the level's weighted residual metric
@@ -42,6 +43,7 @@ from wbc_control.control.contact.contacts import (
     Contact,
     base_contact_forces,
     constraint_buffers,
+    contact_acceleration,
     contact_jacobian,
 )
 from wbc_control.control.controller_types import (
@@ -562,7 +564,7 @@ class _StackTerms:
                 )
             )
         if constraint is not None:
-            drift = -self.contact_buffers.drift
+            drift = contact_acceleration(constraint, self.contact_buffers.drift, state.v)
             contact_rows = np.zeros((constraint.shape[0], nx))
             contact_rows[:, :nv] = constraint
             blocks.append((contact_rows, drift, drift, True))

@@ -1,28 +1,38 @@
-"""The centre of pressure of a surface contact kept inside its sole, as linear inequalities.
+"""A surface contact's wrench kept inside its sole's contact wrench cone, as linear inequalities.
 
-A flat sole of length 2X and width 2Y centred on its contact frame, loaded by the force f and
-the moment m at the frame's origin (world axes, `Contact` surface rows), has its centre of
-pressure at p = (−m'_y, m'_x) / f_z in the sole's own axes, m' = Rᵀ m with R the frame's
-rotation (Caron, Pham & Nakamura 2015, "Stability of surface contacts for humanoid robots",
-eq 3, the ZMP support area of one contact). Inside the sole:
+A flat rectangular sole of length 2X and width 2Y centred on its contact frame holds a wrench
+(force f, moment m at the frame's origin; f' = Rᵀ f and m' = Rᵀ m in the sole's axes, R the
+frame's rotation) without tipping or sliding exactly when it is the resultant of forces at its
+four corners, each inside its friction pyramid |f'ₓ|, |f'ᵧ| ≤ μ' f'_z. In closed form (Caron,
+Pham & Nakamura 2015, "Stability of surface contacts for humanoid robots: closed-form formulae
+of the contact wrench cone for rectangular support areas", Sec. III):
 
-    |m'_y| ≤ X f_z,     |m'_x| ≤ Y f_z,     |m'_z| ≤ μ min(X, Y) f_z
+    |m'_x| ≤ Y f_z,   |m'_y| ≤ X f_z         the centre of pressure (−m'_y, m'_x) / f_z inside
+                                             the sole (their eq 3, the ZMP support area)
+    τ_min ≤ m'_z ≤ τ_max                     the yaw moment (their eq 17), with
+    τ_min = −μ'(X + Y) f_z + |Y f'_x − μ' m'_x| + |X f'_y − μ' m'_y|
+    τ_max = +μ'(X + Y) f_z − |Y f'_x + μ' m'_x| − |X f'_y + μ' m'_y|
 
-the last a conservative bound of the torsion friction can hold (the yaw moment of the sole's
-contact wrench cone is at most μ times the pressure's moment arm, Caron, Pham & Nakamura 2015,
-eq 17; min(X, Y) is inside it): six rows C f ≤ 0 per surface contact, rebuilt every tick with
-R. The rows assume the ground is horizontal (f_z is the world-z force), as the friction
-pyramids do.
+and the resultant's own pyramid, which is `control.constraints.friction`'s. The yaw bounds are
+what a sole loaded near an edge or a corner can hold: a sole whose centre of pressure is on
+its corner can only turn the corner's force, m'_z = X f'_y − Y f'_x, where a bound of the yaw
+moment by the load alone lets the sole spin about that corner. Each absolute value opens into
+two rows: 4 + 8 = 12 rows C f ≤ 0 per surface contact, rebuilt every tick with R. f_z is the
+world-z force (horizontal ground), as for the friction pyramids; μ' is their coefficient
+(`friction.pyramid_coefficient`), so that every corner force is inside the Coulomb cone too.
 """
 
 from collections.abc import Sequence
 
 import numpy as np
 
+from wbc_control.control.constraints.friction import pyramid_coefficient
 from wbc_control.control.contact.contacts import Contact, ContactType
 
-#: Rows per surface contact: ±m'_y ≤ X f_z, ±m'_x ≤ Y f_z, ±m'_z ≤ μ min(X, Y) f_z.
-ROWS_PER_SOLE = 6
+#: Rows per surface contact: ±m'_y ≤ X f_z, ±m'_x ≤ Y f_z, four for τ_min and four for τ_max.
+ROWS_PER_SOLE = 12
+#: (s₁, s₂) of the yaw rows: one row per choice of sign inside the two absolute values.
+_SIGNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
 
 
 def surface_contact_count(contacts: Sequence[Contact]) -> int:
@@ -36,30 +46,53 @@ def centre_of_pressure_rows(
     half_size: np.ndarray,
     friction_coefficient: float,
 ) -> np.ndarray:
-    """C with C f ≤ 0 the module docstring's rows, `(6 × surface contacts, m)`.
+    """C with C f ≤ 0 the module docstring's rows, `(12 × surface contacts, m)`.
 
     Args:
         contacts: the stacked contacts (f their constrained directions, world axes).
         rotations: each contact frame's rotation in the world, `(3, 3)` each.
         half_size: (X, Y), half the sole's length and width (m).
-        friction_coefficient: μ.
+        friction_coefficient: μ of the Coulomb cone.
     """
     size = sum(contact.dim for contact in contacts)
     blocks, start = [], 0
-    half_length, half_width = float(half_size[0]), float(half_size[1])
-    torsion = friction_coefficient * min(half_length, half_width)
     for contact, rotation in zip(contacts, rotations):
         if contact.kind is ContactType.SURFACE:
             block = np.zeros((ROWS_PER_SOLE, size))
-            forces, moments = contact.rows[:, :3], contact.rows[:, 3:]
-            local = moments.dot(rotation)  # row i: how f_i moves m' = Rᵀ m
-            normal = forces[:, 2]
-            block[0, start : start + contact.dim] = local[:, 1] - half_length * normal
-            block[1, start : start + contact.dim] = -local[:, 1] - half_length * normal
-            block[2, start : start + contact.dim] = local[:, 0] - half_width * normal
-            block[3, start : start + contact.dim] = -local[:, 0] - half_width * normal
-            block[4, start : start + contact.dim] = local[:, 2] - torsion * normal
-            block[5, start : start + contact.dim] = -local[:, 2] - torsion * normal
+            block[:, start : start + contact.dim] = _sole_rows(
+                contact, rotation, half_size, pyramid_coefficient(friction_coefficient)
+            )
             blocks.append(block)
         start += contact.dim
     return np.vstack(blocks) if blocks else np.zeros((0, size))
+
+
+def _sole_rows(contact: Contact, rotation, half_size, inner: float) -> np.ndarray:
+    """One sole's 12 rows over its own force components `(12, dim)`."""
+    half_length, half_width = float(half_size[0]), float(half_size[1])
+    force = contact.rows[:, :3].dot(rotation)  # row i: how f_i moves f' = Rᵀ f
+    moment = contact.rows[:, 3:].dot(rotation)  # and m' = Rᵀ m
+    normal = contact.rows[:, 2]  # the world-z force
+    rows = [
+        moment[:, 1] - half_length * normal,
+        -moment[:, 1] - half_length * normal,
+        moment[:, 0] - half_width * normal,
+        -moment[:, 0] - half_width * normal,
+    ]
+    reach = inner * (half_length + half_width) * normal
+    for first, second in _SIGNS:
+        # m'_z ≥ τ_min: −m'_z − μ'(X + Y) f_z + s₁(Y f'_x − μ' m'_x) + s₂(X f'_y − μ' m'_y) ≤ 0
+        rows.append(
+            -moment[:, 2]
+            - reach
+            + first * (half_width * force[:, 0] - inner * moment[:, 0])
+            + second * (half_length * force[:, 1] - inner * moment[:, 1])
+        )
+        # m'_z ≤ τ_max: m'_z − μ'(X + Y) f_z + s₁(Y f'_x + μ' m'_x) + s₂(X f'_y + μ' m'_y) ≤ 0
+        rows.append(
+            moment[:, 2]
+            - reach
+            + first * (half_width * force[:, 0] + inner * moment[:, 0])
+            + second * (half_length * force[:, 1] + inner * moment[:, 1])
+        )
+    return np.array(rows)

@@ -2,10 +2,16 @@
 
 A surface or point contact's linear force f (world axes) must push (f_z ≥ 0 on flat, horizontal
 ground, the normal the contact reports use) and stay inside the Coulomb cone ‖f_t‖ ≤ μ f_z.
-The cone is replaced by the pyramid inscribed in it, |f_x| ≤ μ' f_z and |f_y| ≤ μ' f_z with
-μ' = μ / √2, the usual linearisation (Stewart & Trinkle 1996; Del Prete et al. 2016 use the same
-for TSID): every force it admits is inside the cone, so the friction ratio a report shows never
-exceeds μ. Contacts `along` one axis constrain a single direction and get no rows.
+The cone is replaced by a pyramid, |f_x| ≤ μ' f_z and |f_y| ≤ μ' f_z (Stewart & Trinkle 1996;
+Del Prete et al. 2016 use such pyramids for TSID), with μ' = μ / 2. The usual μ' = μ / √2
+inscribes the pyramid in the cone: its edges are on the cone, so a force it admits along a
+diagonal is at the friction limit, where a foot slides, and outside the four-sided pyramid
+n ± μ tᵢ of a floor (or a simulator: MuJoCo's pyramidal cones) linearised along other
+tangent axes tᵢ. μ / 2 is the largest such square inside every four-sided pyramid inscribed
+in the cone, whatever its axes: their common part is the cone of μ / √2, and the square
+inscribed in it has half-width μ / 2. So the friction ratio ‖f_t‖ / f_z a report shows is at
+most μ / √2 ≈ 0.71 μ, and never exceeds μ. Contacts `along` one axis constrain a single
+direction and get no rows.
 """
 
 from collections.abc import Sequence
@@ -18,12 +24,17 @@ from wbc_control.control.contact.contacts import Contact, ContactType
 ROWS_PER_CONTACT = 5
 
 
+def pyramid_coefficient(friction_coefficient: float) -> float:
+    """μ' = μ / 2, the pyramid of the module docstring for the Coulomb cone of μ."""
+    return 0.5 * friction_coefficient
+
+
 def friction_rows(contacts: Sequence[Contact], friction_coefficient: float) -> np.ndarray:
     """C with C f ≤ 0 the pyramids of the module docstring, `(5 × checked contacts, m)`.
 
     f are the stacked contact forces (each contact's constrained directions, world axes).
     """
-    inner = friction_coefficient / np.sqrt(2.0)
+    inner = pyramid_coefficient(friction_coefficient)
     pyramid = np.array(
         [
             [1.0, 0.0, -inner],

@@ -3,7 +3,8 @@
 A contact fixes some directions of a frame's motion, A q̇ = 0 with A = P J (LOCAL_WORLD_ALIGNED,
 P selects rows): a `surface` contact (a foot sole) fixes all 6, a `point` contact (a ball foot)
 the 3 linear ones, and a contact `along` an axis the single linear direction of that axis.
-Its acceleration constraint is A q̈ + Ȧq̇ = 0 (Johnson 2024, eq 19).
+Its acceleration constraint is A q̈ + Ȧq̇ = 0 (Johnson 2024, eq 19), which the controller
+holds with a Baumgarte damping of the contact velocity (`contact_acceleration`).
 
 Contact forces f (the environment's wrench on the robot, world axes, at the frame origin) enter
 M q̈ + h = Sᵀτ + Aᵀf. For a floating base the 6 unactuated rows decide them::
@@ -36,6 +37,8 @@ from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
 _WORLD_UP = np.array([0.0, 0.0, 1.0])
+#: K of the contact rows A q̈ = −Ȧq̇ − K A q̇ (1/s): a contact velocity decays in about 1/K s.
+CONTACT_VELOCITY_DAMPING = 10.0
 #: A normal force below −this (N) pulls: within it, a zero force rounded.
 PULL_TOLERANCE = 1e-6
 #: Arm (m) at which contact moments are weighed against forces in the force distribution:
@@ -162,6 +165,26 @@ def contact_jacobian(
             drift[rows] = frame_drift[:size]
         start = rows.stop
     return constraint, drift
+
+
+def contact_acceleration(
+    constraint: np.ndarray, drift: np.ndarray, velocity: np.ndarray
+) -> np.ndarray:
+    """A q̈ the contact rows ask for, −Ȧq̇ − K A q̇ `(m,)` (K = `CONTACT_VELOCITY_DAMPING`).
+
+    A q̈ = −Ȧq̇ alone keeps a contact's velocity A q̇ as it is: after an impact, or where a
+    sole that a task unloaded has rolled, slid or lifted, it would keep moving. Baumgarte's
+    stabilised constraint Φ̈ + 2α Φ̇ + β² Φ = 0 (Baumgarte 1972, "Stabilization of constraints
+    and integrals of motion in dynamical systems"), here on the velocity alone (β = 0,
+    2α = K, Φ̇ = A q̇), brings it to rest: d/dt (A q̇) = −K A q̇. Where the contacts are at
+    rest the term is zero and the rows are Johnson's (2024, eq 19).
+
+    Args:
+        constraint: A `(m, nv)`.
+        drift: Ȧq̇ `(m,)`.
+        velocity: q̇ `(nv,)`.
+    """
+    return -drift - CONTACT_VELOCITY_DAMPING * constraint.dot(velocity)
 
 
 class ContactForces(NamedTuple):
