@@ -1,4 +1,4 @@
-"""The priority levels under inequalities: one least-squares QP per level (quadprog).
+"""The priority levels under inequalities: one least-squares QP per level.
 
 Unknowns x = (q̈, f): the joint accelerations and, on a floating base with contacts, the
 contact forces. Every level keeps the hard constraints
@@ -39,6 +39,10 @@ follows the posture instead of being driven with a gain of 1/s: at a target out 
 arm settles into its posture rather than wandering along the workspace boundary at its
 velocity limits, and the torque stays continuous through a singularity. The term acts only in
 the span of the level's own rows, which the levels below may not change anyway.
+
+Each level's problem is built by one compiled call (`level_kernel`), each stage's QP solved by
+`stage_qp` (DAQP, quadprog where DAQP finds no solution), warm-started from the rows that bound
+the same stage at the previous tick (`WorkingSets`).
 """
 
 from typing import NamedTuple
