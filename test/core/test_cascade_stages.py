@@ -288,7 +288,7 @@ def test_a_warm_started_tick_is_the_cold_one_and_daqp_needs_no_step_from_the_tru
     _, cold = talos_controller()
     state = random_state(talos, seed, speed=0.3)
     first = warm.compute(state)
-    assert any(found is not None and found.any() for found in warm._terms.working_sets)
+    assert any(found is not None and found.any() for found in warm._problem.working_sets)
     iterations = []
     solve = stage_qp.daqp.solve
 

@@ -33,17 +33,12 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
-from wbc_control.control.constraints.centre_of_pressure import centre_of_pressure_rows
-from wbc_control.control.constraints.friction import friction_rows
 from wbc_control.control.constraints.joint_limits import JointLimits
 from wbc_control.control.constraints.torque_limits import TorqueLimiter
 from wbc_control.control.contact.contacts import (
     Contact,
     base_contact_forces,
-    constraint_buffers,
-    contact_acceleration,
     contact_jacobian,
 )
 from wbc_control.control.controller_types import (
@@ -54,12 +49,7 @@ from wbc_control.control.controller_types import (
     validate_threshold,
     validate_weight,
 )
-from wbc_control.control.hierarchy.cascade import (
-    CascadeResult,
-    HardConstraints,
-    LevelRows,
-    solve_cascade,
-)
+from wbc_control.control.hierarchy.stack_problem import StackProblem
 from wbc_control.control.hierarchy.tick_reports import level_health
 from wbc_control.control.switching.contact_transitions import (
     DEFAULT_CONTACT_TRANSITION_TIME,
@@ -88,14 +78,6 @@ __all__ = [
 
 DEFAULT_SINGULAR_VALUE_THRESHOLD = 0.03
 DEFAULT_FRICTION_COEFFICIENT = 0.7
-#: K of the damped reference q̈_posture − K v (1/s), the regularisation's target.
-REFERENCE_DAMPING = 100.0
-#: Where M is singular, the row scales read (M + δI)⁻¹ with δ this fraction of its largest
-#: diagonal entry (`_mobility_inverse`).
-MASSLESS_REGULARISATION = 1e-8
-#: The least weight of a contact's horizontal forces and moments, relative to the most loaded
-#: contact's.
-MIN_TANGENTIAL_SHARE = 0.05
 
 
 class PrioritizedController:
@@ -154,7 +136,6 @@ class PrioritizedController:
         self._none_limited = np.zeros(robot.n_actuated, dtype=bool)
         self._none_limited.flags.writeable = False
         self._actuated = as_slice(robot.indices.v)
-        self._force_scale = 1.0 / max(pin.computeTotalMass(robot.model), 1e-9)
         self._per_stack: dict = {}
         self._held: np.ndarray | None = None  # the tick's joints held at their limits
         self._use(self.stacks.current, {})
@@ -229,10 +210,10 @@ class PrioritizedController:
         self._use_weights(stack.key)
         self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
         if stack.key not in self._per_stack:
-            self._per_stack[stack.key] = _StackTerms(
+            self._per_stack[stack.key] = StackProblem(
                 self.robot, stack, self.friction_coefficient, self._sole_half_size
             )
-        self._terms = self._per_stack[stack.key]
+        self._problem = self._per_stack[stack.key]
         # Each tick every task writes its rows of the stacked arrays, then the targets are set.
         self._writers = [writer for level in stack.levels for writer in level.writers]
         self._integrals = [
@@ -294,10 +275,10 @@ class PrioritizedController:
 
     def _solve(self, state: RobotState, window, task_ramp: float) -> ControllerResult:
         """The stack in force solved; its torque not yet limited (`torque` = unlimited)."""
-        terms = self._terms
+        problem = self._problem
         constraint = None
         if self.contacts:
-            constraint, _ = contact_jacobian(state, self.contacts, terms.contact_buffers)
+            constraint, _ = contact_jacobian(state, self.contacts, problem.contact_buffers)
         for write, buffers in self._writers:
             write(state, buffers)
         for integral, task_terms in self._integrals:  # ẍ* += z (`wbc_control.tasks.integral`)
@@ -309,7 +290,10 @@ class PrioritizedController:
         if task_ramp < 1.0:  # ẍ* − J̇v → α ẍ* − J̇v
             target = task_ramp * rows.desired_acceleration - rows.drift
         bounds = None if self.joint_limits is None else self.joint_limits.bounds(state)
-        result = self._cascade(state, target, constraint, bounds, window)
+        result = problem.solve(
+            state, rows, target, constraint, bounds, window, self._sqrt_weights,
+            self._row_shares, self.singular_value_threshold,
+        )  # fmt: skip
         if result.solution is None:
             raise SingularConstraint(
                 f'no joint accelerations meet the hard constraints: {result.status}'
@@ -348,44 +332,6 @@ class PrioritizedController:
             () if at_limit is None else LazyReports(self.joint_limits.names, at_limit),
             result.status or 'solved',
         )
-
-    def _cascade(self, state, target, constraint, bounds, window) -> CascadeResult:
-        """X = (q̈, f) of the hierarchical least squares (`wbc_control.control.hierarchy.cascade`).
-
-        Where the joint bounds and the hard constraints have no common solution (a joint far
-        beyond its wall, a torque range too narrow to brake it), the joint bounds become soft:
-        violated as little as possible; where even the torque range and the friction pyramids
-        have none (a robot the floor cannot hold), every inequality does. The contacts and the
-        base rows stay exact.
-        """
-        terms, rows = self._terms, self._rows
-        levels = []
-        scales = terms.row_scales(rows.jacobian, _mobility_inverse(state))
-        for k, (weights, rank) in enumerate(zip(self._sqrt_weights, self._generic_ranks)):
-            level = slice(int(rows.offsets[k]), int(rows.offsets[k + 1]))
-            scale = weights * scales[level]
-            levels.append(
-                LevelRows(scale[:, None] * rows.jacobian[level], scale * target[level], rank)
-            )
-        metric = terms.metric(state, self._force_scale, self._row_shares)
-        reweigh = terms.reweigh(self._force_scale, self._row_shares)
-        hard, joint_rows = terms.hard_constraints(state, constraint, bounds, window)
-        reference, band = terms.reference(rows, state), self.singular_value_threshold
-        result = solve_cascade(levels, hard, metric, reference, band, reweigh, terms.working_sets)
-        terms.working_sets = result.working_sets
-        if result.solution is not None:
-            return result
-        if bounds is not None:
-            softened = solve_cascade(
-                levels, hard._replace(soft=joint_rows), metric, reference, band
-            )
-            if softened.solution is not None:
-                return softened._replace(status=f'{result.status}; joint limits softened')
-        every = np.ones(hard.lower.shape[0], dtype=bool)
-        relaxed = solve_cascade(
-            levels, hard._replace(soft=every), metric, reference, band, reweigh
-        )
-        return relaxed._replace(status=f'{result.status}; every inequality softened')
 
     def _at_range(self, torque: np.ndarray, window) -> tuple[np.ndarray, np.ndarray]:
         """The joints the hierarchy holds at the edge of the command's range `(n_act,)` each.
@@ -435,225 +381,6 @@ class _Forces:
 
     def __init__(self, forces: np.ndarray, base_residual: float) -> None:
         self.forces, self.base_residual = forces, base_residual
-
-
-class _StackTerms:
-    """What a stack's tick needs besides the rows: buffers and constant constraint structure."""
-
-    def __init__(
-        self,
-        robot: RobotModel,
-        stack: Stack,
-        friction_coefficient: float,
-        sole_half_size: np.ndarray | None,
-    ) -> None:
-        self.robot = robot
-        levels = stack.levels
-        self.working_sets: tuple = ()  # the last tick's, a warm start (`cascade.WorkingSets`)
-        self.contact_buffers = constraint_buffers(stack.contacts, robot.nv)
-        self.force_count = (
-            sum(contact.dim for contact in stack.contacts) if robot.floating_base else 0
-        )
-        self.friction = (
-            friction_rows(stack.contacts, friction_coefficient)
-            if self.force_count
-            else np.zeros((0, 0))
-        )
-        self._postures = [
-            (level.rows, entry_rows, entry.task)
-            for level in levels
-            for entry, entry_rows in zip(level.entries, level.slices)
-            if getattr(entry.task, 'TYPE', None) == 'joint_posture'
-        ]
-        self._actuated = np.asarray(robot.indices.v, dtype=np.int64)
-        self._loads = _LoadShares(stack.contacts) if self.force_count else None
-        soles = self.force_count and sole_half_size is not None
-        self._contacts = stack.contacts
-        self._sole_half_size = sole_half_size if soles else None
-        self._friction_coefficient = friction_coefficient
-        self._contact_frames = [robot.frame_id(contact.frame) for contact in stack.contacts]
-        sizes = [size for level in levels for e in level.entries for size in e.task.row_groups()]
-        self._group_sizes = np.asarray(sizes, dtype=np.int64)
-        self._group_starts = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
-
-    def row_scales(self, jacobian: np.ndarray, inverse_inertia: np.ndarray) -> np.ndarray:
-        """E per stacked row: 1 / √(the largest mobility (J M⁻¹ Jᵀ)ⱼⱼ of its group).
-
-        A group's rows (`Task.row_groups`: one unit) measured by its inverse task-space mass
-        (the diagonal of Khatib 1987's Λ⁻¹ = J M⁻¹ Jᵀ), so that errors of different units weigh
-        as the effort they cost: a hand's metre as its few kilograms, its radian as its small
-        inertia. Rows without mobility (a blocked group) get 0.
-        """
-        mobility = np.einsum('ij,ij->i', jacobian.dot(inverse_inertia), jacobian)
-        largest = np.maximum.reduceat(mobility, self._group_starts) if mobility.size else mobility
-        largest = np.repeat(largest, self._group_sizes)
-        floor = 1e-12 * (float(mobility.max()) if mobility.size else 0.0)
-        return np.where(
-            largest > floor, 1.0 / np.sqrt(np.where(largest > floor, largest, 1.0)), 0.0
-        )
-
-    def reference(self, rows, state: RobotState) -> np.ndarray:
-        """q̈_ref = q̈_posture − K v: where a level can hardly move, the motion it is damped to.
-
-        q̈_posture: the joint-posture tasks' desired accelerations (the lowest where several; 0
-        without one). K = `REFERENCE_DAMPING` makes a weak direction behave as a strongly damped
-        joint instead of one driven by the level with a gain of 1/σ, which is what brings an arm
-        to rest at the edge of its workspace (the regularisation of Chiaverini 1997 taken
-        towards this motion instead of towards 0).
-        """
-        reference = np.zeros(self.robot.nv)
-        for level_rows, entry_rows, _ in self._postures:
-            start = level_rows.start + entry_rows.start
-            reference[self._actuated] = rows.desired_acceleration[
-                start : start + len(self._actuated)
-            ]
-        reference -= REFERENCE_DAMPING * state.v
-        return reference
-
-    def metric(self, state: RobotState, force_scale: float, row_shares: np.ndarray) -> np.ndarray:
-        """H₀ = blockdiag(M, W_f / m): the kinetic energy and the weighted force norm."""
-        nv, count = self.robot.nv, self.force_count
-        metric = np.zeros((nv + count, nv + count))
-        metric[:nv, :nv] = state.mass_matrix
-        if count:
-            shares = np.maximum(row_shares, 1e-6 * max(float(row_shares.max()), 1e-300))
-            metric[nv:, nv:] = np.diag(force_scale / shares)
-        return metric
-
-    def _centre_of_pressure(self, state: RobotState, nv: int, nx: int):
-        """The soles' centre-of-pressure rows C f ≤ 0 at this tick's foot rotations."""
-        rotations = [state.frame_placement(frame).rotation for frame in self._contact_frames]
-        rows = centre_of_pressure_rows(
-            self._contacts, rotations, self._sole_half_size, self._friction_coefficient
-        )
-        block = np.zeros((rows.shape[0], nx))
-        block[:, nv:] = rows
-        zeros = np.zeros(rows.shape[0])
-        return block, np.full(zeros.shape, -np.inf), zeros, False
-
-    def reweigh(self, force_scale: float, row_shares: np.ndarray):
-        """The cascade's second force stage: its weights from the first stage's forces."""
-        if self._loads is None:
-            return None
-
-        def weights(forces: np.ndarray) -> np.ndarray:
-            shares = row_shares * self._loads.factors(forces)
-            return force_scale / np.maximum(shares, 1e-6 * max(float(shares.max()), 1e-300))
-
-        return weights
-
-    def hard_constraints(self, state, constraint, bounds, window):
-        """`cascade.HardConstraints` at this tick, and which of its rows are joint bounds."""
-        nv, count = self.robot.nv, self.force_count
-        nx = nv + count
-        blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]] = []
-        mass, bias = state.mass_matrix, state.nonlinear_effects
-        actuated = self._actuated
-        torque_rows = np.zeros((actuated.shape[0], nx))
-        torque_rows[:, :nv] = mass[actuated]
-        if count:
-            torque_rows[:, nv:] = -constraint[:, actuated].T
-        finite = np.isfinite(window[0]) | np.isfinite(window[1])
-        if finite.any():
-            blocks.append(
-                (
-                    torque_rows[finite],
-                    window[0][finite] - bias[actuated][finite],
-                    window[1][finite] - bias[actuated][finite],
-                    False,
-                )
-            )
-        if constraint is not None:
-            drift = contact_acceleration(constraint, self.contact_buffers.drift, state.v)
-            contact_rows = np.zeros((constraint.shape[0], nx))
-            contact_rows[:, :nv] = constraint
-            blocks.append((contact_rows, drift, drift, True))
-            base_nv = self.robot.base_nv
-            if count and base_nv:
-                base_rows = np.zeros((base_nv, nx))
-                base_rows[:, :nv] = mass[:base_nv]
-                base_rows[:, nv:] = -constraint[:, :base_nv].T
-                blocks.append((base_rows, -bias[:base_nv], -bias[:base_nv], True))
-            if self.friction.shape[0]:
-                friction = np.zeros((self.friction.shape[0], nx))
-                friction[:, nv:] = self.friction
-                zeros = np.zeros(self.friction.shape[0])
-                blocks.append((friction, np.full(zeros.shape, -np.inf), zeros, False))
-            if self._sole_half_size is not None:
-                blocks.append(self._centre_of_pressure(state, nv, nx))
-        if bounds is not None:
-            limited = np.isfinite(bounds[0]) | np.isfinite(bounds[1])
-            joint_rows = np.zeros((int(limited.sum()), nx))
-            joint_rows[np.arange(joint_rows.shape[0]), actuated[limited]] = 1.0
-            blocks.append((joint_rows, bounds[0][limited], bounds[1][limited], False))
-        if not blocks:
-            empty = np.zeros(0)
-            none = np.zeros(0, dtype=bool)
-            return HardConstraints(np.zeros((0, nx)), empty, empty, none), none
-        sizes = [block[1].shape[0] for block in blocks]
-        joints = np.zeros(sum(sizes), dtype=bool)
-        if bounds is not None:
-            joints[sum(sizes[:-1]) :] = True  # the joint bounds come last
-        hard = HardConstraints(
-            np.vstack([block[0] for block in blocks]),
-            np.concatenate([block[1] for block in blocks]),
-            np.concatenate([block[2] for block in blocks]),
-            np.concatenate([np.full(size, block[3]) for size, block in zip(sizes, blocks)]),
-        )
-        return hard, joints
-
-
-class _LoadShares:
-    """Each contact's friction force and moment weighted by its share of the normal load.
-
-    With equal weights the least-norm forces split a horizontal force or a moment evenly
-    between the contacts, whatever each carries: a sole that is being unloaded would take half
-    of it at a tenth of the load, at the edge of its friction cone (it slips) or with its centre
-    of pressure m / f_n far outside the sole (it rolls). Weighting a contact's horizontal and
-    moment rows by its normal force over the largest one (at least `MIN_TANGENTIAL_SHARE`),
-    the normal forces of a first force stage of the same tick, spreads them in proportion to
-    the load: towards equal friction ratios ‖f_t‖ / f_n and centres of pressure that stay
-    where the load is.
-    """
-
-    def __init__(self, contacts: Sequence[Contact]) -> None:
-        size = sum(contact.dim for contact in contacts)
-        self._normal = np.zeros((len(contacts), size))  # f ↦ each contact's world-z force
-        self._owner = np.zeros(size, dtype=np.int64)
-        self._tangential = np.zeros(size, dtype=bool)
-        start = 0
-        for index, contact in enumerate(contacts):
-            rows = slice(start, start + contact.dim)
-            linear = contact.rows[:, :3]
-            self._normal[index, rows] = linear[:, 2]
-            self._owner[rows] = index
-            angular = np.abs(contact.rows[:, 3:]).sum(axis=1) > 0.0
-            self._tangential[rows] = angular | (np.abs(linear[:, 2]) < 1e-12)
-            start += contact.dim
-
-    def factors(self, forces: np.ndarray) -> np.ndarray:
-        """Per force row: its contact's load share for friction and moment rows, else 1."""
-        normals = self._normal.dot(forces)
-        largest = float(normals.max(initial=0.0))
-        if not (np.isfinite(largest) and largest > 0.0):
-            return np.ones(self._owner.shape[0])
-        loads = np.clip(normals / largest, MIN_TANGENTIAL_SHARE, 1.0)
-        return np.where(self._tangential, loads[self._owner], 1.0)
-
-
-def _mobility_inverse(state: RobotState) -> np.ndarray:
-    """M⁻¹ for the row scales, or (M + δI)⁻¹ where M is singular.
-
-    A massless link that a constraint holds makes M singular; δ = `MASSLESS_REGULARISATION`
-    times M's largest diagonal entry makes its direction a very mobile one, whose rows weigh
-    little within their level.
-    """
-    try:
-        return state.inverse_mass_matrix
-    except InvalidValue:
-        mass = state.mass_matrix
-        shift = MASSLESS_REGULARISATION * float(np.abs(np.diag(mass)).max(initial=1.0))
-        return np.linalg.inv(mass + shift * np.eye(mass.shape[0]))
 
 
 def _validated_sole(size: npt.ArrayLike | None) -> np.ndarray | None:
