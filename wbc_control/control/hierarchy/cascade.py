@@ -3,7 +3,8 @@
 Unknowns x = (q̈, f): the joint accelerations and, on a floating base with contacts, the
 contact forces. Every level keeps the hard constraints
 
-    A q̈ = −Ȧq̇                              rigid contacts (Johnson 2024, eq 19)
+    A q̈ = −Ȧq̇ − K A q̇                     rigid contacts (Johnson 2024, eq 19; the contact
+                                            velocity damped, `contacts.contact_acceleration`)
     M_b q̈ + h_b = A_bᵀ f                   the unactuated base rows of M q̈ + h = Sᵀτ + Aᵀf
     τ⁻ ≤ M_a q̈ + h_a − A_aᵀ f ≤ τ⁺          the command's range (effort and rate limits)
     a⁻ ≤ q̈ᵢ ≤ a⁺                           joint limits (`control.constraints.joint_limits`)
