@@ -13,7 +13,7 @@ controller's own reports.
 
 import dataclasses
 
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
@@ -314,7 +314,8 @@ def test_level_report_of_the_top_level_through_a_singularity():
     assert healths[0] == (6, 0, 6) and healths[-1][1] > 0 and healths[-1][2] < 6, healths
 
 
-@settings(max_examples=20, deadline=None)
+# Most random Panda states put a hand direction near the band's edge and are assumed away.
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(seeds)
 def test_level_report_of_a_lower_level_uses_what_the_higher_one_leaves_free(seed):
     """Panda hand pose above a posture: the posture's rows on what the hand leaves free.
