@@ -150,13 +150,21 @@ def test_lockstep_ignores_a_command_before_its_first_state(probe: RosProbe) -> N
     """A command before the first state answers nothing (a starting controller's safe command).
 
     The command publisher connects first; without a joint_states subscriber the simulator has
-    not started, so the command must not step it: the first state heard has stamp 0.
+    not started, so the command must not step it: the first state heard has stamp 0. The
+    command is sent again until the simulator says it ignored one: right after discovery the
+    publisher may know the simulator's subscription before that subscription knows it, and DDS
+    then drops the sample.
     """
     with NodeProcess('wbc_sim', lockstep_parameters()) as sim:
         publisher = command_publisher(probe)
-        publisher.publish(Float64MultiArray(data=[5.0] * 9))
+        command = Float64MultiArray(data=[5.0] * 9)
+
+        def ignored() -> bool:
+            publisher.publish(command)
+            return probe.spin_until(lambda: 'before the first state' in sim.output(), 0.5)
+
         # Handled once it says so (a simulator that stepped instead says nothing: go on).
-        probe.spin_until(lambda: 'before the first state' in sim.output(), WAIT_S)
+        probe.spin_until(ignored, WAIT_S)
         states = probe.subscribe(JointState, 'joint_states', ALL_STATES)
         assert probe.spin_until(lambda: states, START_TIMEOUT_S), sim.output()
         output = sim.output()
