@@ -98,8 +98,8 @@ class StackProblem:
             levels.append(
                 LevelRows(scale[:, None] * rows.jacobian[level], scale * target[level], rank)
             )
-        metric = self.metric(state, self._force_scale, shares)
-        reweigh = self.reweigh(self._force_scale, shares)
+        metric = self.metric(state, shares)
+        reweigh = self.reweigh(shares)
         hard, joint_rows = self.hard_constraints(state, constraint, bounds, window)
         reference = self.reference(rows, state)
         result = solve_cascade(levels, hard, metric, reference, band, reweigh, self.working_sets)
@@ -152,14 +152,14 @@ class StackProblem:
         reference -= REFERENCE_DAMPING * state.v
         return reference
 
-    def metric(self, state: RobotState, force_scale: float, row_shares: np.ndarray) -> np.ndarray:
+    def metric(self, state: RobotState, row_shares: np.ndarray) -> np.ndarray:
         """H₀ = blockdiag(M, W_f / m): the kinetic energy and the weighted force norm."""
         nv, count = self.robot.nv, self.force_count
         metric = np.zeros((nv + count, nv + count))
         metric[:nv, :nv] = state.mass_matrix
         if count:
             shares = np.maximum(row_shares, 1e-6 * max(float(row_shares.max()), 1e-300))
-            metric[nv:, nv:] = np.diag(force_scale / shares)
+            metric[nv:, nv:] = np.diag(self._force_scale / shares)
         return metric
 
     def _centre_of_pressure(self, state: RobotState, nv: int, nx: int):
@@ -173,14 +173,14 @@ class StackProblem:
         zeros = np.zeros(rows.shape[0])
         return block, np.full(zeros.shape, -np.inf), zeros, False
 
-    def reweigh(self, force_scale: float, row_shares: np.ndarray):
+    def reweigh(self, row_shares: np.ndarray):
         """The cascade's second force stage: its weights from the first stage's forces."""
         if self._loads is None:
             return None
 
         def weights(forces: np.ndarray) -> np.ndarray:
             shares = row_shares * self._loads.factors(forces)
-            return force_scale / np.maximum(shares, 1e-6 * max(float(shares.max()), 1e-300))
+            return self._force_scale / np.maximum(shares, 1e-6 * max(float(shares.max()), 1e-300))
 
         return weights
 
