@@ -33,6 +33,8 @@ from wbc_control.control.contact.contacts import Contact, ContactType
 ROWS_PER_SOLE = 12
 #: (s₁, s₂) of the yaw rows: one row per choice of sign inside the two absolute values.
 _SIGNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
+_FIRST = np.array([[first] for first, _ in _SIGNS])
+_SECOND = np.array([[second] for _, second in _SIGNS])
 
 
 def surface_contact_count(contacts: Sequence[Contact]) -> int:
@@ -73,26 +75,23 @@ def _sole_rows(contact: Contact, rotation, half_size, inner: float) -> np.ndarra
     force = contact.rows[:, :3].dot(rotation)  # row i: how f_i moves f' = Rᵀ f
     moment = contact.rows[:, 3:].dot(rotation)  # and m' = Rᵀ m
     normal = contact.rows[:, 2]  # the world-z force
-    rows = [
-        moment[:, 1] - half_length * normal,
-        -moment[:, 1] - half_length * normal,
-        moment[:, 0] - half_width * normal,
-        -moment[:, 0] - half_width * normal,
-    ]
+    rows = np.empty((ROWS_PER_SOLE, normal.shape[0]))
+    rows[0] = moment[:, 1] - half_length * normal
+    rows[1] = -moment[:, 1] - half_length * normal
+    rows[2] = moment[:, 0] - half_width * normal
+    rows[3] = -moment[:, 0] - half_width * normal
     reach = inner * (half_length + half_width) * normal
-    for first, second in _SIGNS:
-        # m'_z ≥ τ_min: −m'_z − μ'(X + Y) f_z + s₁(Y f'_x − μ' m'_x) + s₂(X f'_y − μ' m'_y) ≤ 0
-        rows.append(
-            -moment[:, 2]
-            - reach
-            + first * (half_width * force[:, 0] - inner * moment[:, 0])
-            + second * (half_length * force[:, 1] - inner * moment[:, 1])
-        )
-        # m'_z ≤ τ_max: m'_z − μ'(X + Y) f_z + s₁(Y f'_x + μ' m'_x) + s₂(X f'_y + μ' m'_y) ≤ 0
-        rows.append(
-            moment[:, 2]
-            - reach
-            + first * (half_width * force[:, 0] + inner * moment[:, 0])
-            + second * (half_length * force[:, 1] + inner * moment[:, 1])
-        )
-    return np.array(rows)
+    along_x = half_width * force[:, 0]
+    along_y = half_length * force[:, 1]
+    twist_x, twist_y = inner * moment[:, 0], inner * moment[:, 1]
+    # Rows 4, 6, 8, 10, m'_z ≥ τ_min, one per (s₁, s₂) of `_SIGNS`:
+    # −m'_z − μ'(X + Y) f_z + s₁(Y f'_x − μ' m'_x) + s₂(X f'_y − μ' m'_y) ≤ 0
+    rows[4::2] = (
+        (-moment[:, 2] - reach) + _FIRST * (along_x - twist_x) + _SECOND * (along_y - twist_y)
+    )
+    # Rows 5, 7, 9, 11, m'_z ≤ τ_max:
+    # m'_z − μ'(X + Y) f_z + s₁(Y f'_x + μ' m'_x) + s₂(X f'_y + μ' m'_y) ≤ 0
+    rows[5::2] = (
+        (moment[:, 2] - reach) + _FIRST * (along_x + twist_x) + _SECOND * (along_y + twist_y)
+    )
+    return rows

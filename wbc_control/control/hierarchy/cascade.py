@@ -155,6 +155,7 @@ def solve_cascade(
     band: float,
     reweigh=None,
     warm: tuple = (),
+    freedom: Freedom | None = None,
 ) -> CascadeResult:
     """X of the module docstring: one QP per level, then the least energy and forces if free.
 
@@ -173,17 +174,19 @@ def solve_cascade(
         reweigh: given the forces of the first force stage, the diagonal of the force block of
             H₀ for a second one (the load-proportional friction of the controller); None: one.
         warm: the `working_sets` of the previous tick's result (a warm start; () none).
+        freedom: `equality_freedom(hard, nv)` where already known (the same hard rows solved
+            again with other rows soft); None: found here.
     """
     nx, nv = metric.shape[0], reference.shape[0]
     equal = hard.equality
-    point, basis = _affine_solutions(hard.rows[equal], hard.lower[equal])
-    if point is None:
+    if freedom is None:
+        freedom = equality_freedom(hard, nv)
+    if freedom is None:
         return CascadeResult(None, 'the contact constraints are inconsistent', [])
     soft = np.zeros(equal.shape, dtype=bool) if hard.soft is None else hard.soft
     inequality = inequalities(
         hard.rows[~equal], hard.lower[~equal], hard.upper[~equal], soft[~equal]
     )
-    freedom = _motion_first(point, basis, nv)
     sets = WorkingSets(warm, inequality.lower.shape[0])
     weights = []
     for level in levels:
@@ -210,6 +213,15 @@ def solve_cascade(
         if point is None:
             return CascadeResult(None, status, weights)
     return CascadeResult(point, '', weights, tuple(sets.found))
+
+
+def equality_freedom(hard: HardConstraints, nv: int) -> Freedom | None:
+    """What the hard equalities leave free (`Freedom`), None if they have no solution."""
+    equal = hard.equality
+    point, basis = _affine_solutions(hard.rows[equal], hard.lower[equal])
+    if point is None:
+        return None
+    return _motion_first(point, basis, nv)
 
 
 def _solve_level(

@@ -8,10 +8,16 @@ stage; the reference the weak directions are damped towards. It then solves the 
 the joint bounds and then every inequality softened where the hard constraints conflict.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import pinocchio as pin
 
-from wbc_control.control.constraints.centre_of_pressure import centre_of_pressure_rows
+from wbc_control.control.constraints.centre_of_pressure import (
+    ROWS_PER_SOLE,
+    centre_of_pressure_rows,
+    surface_contact_count,
+)
 from wbc_control.control.constraints.friction import friction_rows
 from wbc_control.control.contact.contacts import constraint_buffers, contact_acceleration
 from wbc_control.control.contact.load_shares import LoadShares
@@ -19,6 +25,7 @@ from wbc_control.control.hierarchy.cascade import (
     CascadeResult,
     HardConstraints,
     LevelRows,
+    equality_freedom,
     solve_cascade,
 )
 from wbc_control.control.switching.task_activation import Stack
@@ -77,6 +84,7 @@ class StackProblem:
         sizes = [size for level in levels for e in level.entries for size in e.task.row_groups()]
         self._group_sizes = np.asarray(sizes, dtype=np.int64)
         self._group_starts = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+        self._layout: HardLayout | None = None  # `hard_constraints`' buffers
 
     def solve(
         self, state: RobotState, rows, target, constraint, bounds, window, weights, shares, band
@@ -102,19 +110,22 @@ class StackProblem:
         reweigh = self.reweigh(shares)
         hard, joint_rows = self.hard_constraints(state, constraint, bounds, window)
         reference = self.reference(rows, state)
-        result = solve_cascade(levels, hard, metric, reference, band, reweigh, self.working_sets)
+        freedom = equality_freedom(hard, self.robot.nv)
+        result = solve_cascade(
+            levels, hard, metric, reference, band, reweigh, self.working_sets, freedom
+        )
         self.working_sets = result.working_sets
-        if result.solution is not None:
+        if result.solution is not None or freedom is None:
             return result
         if bounds is not None:
             softened = solve_cascade(
-                levels, hard._replace(soft=joint_rows), metric, reference, band
+                levels, hard._replace(soft=joint_rows), metric, reference, band, None, (), freedom
             )
             if softened.solution is not None:
                 return softened._replace(status=f'{result.status}; joint limits softened')
         every = np.ones(hard.lower.shape[0], dtype=bool)
         relaxed = solve_cascade(
-            levels, hard._replace(soft=every), metric, reference, band, reweigh
+            levels, hard._replace(soft=every), metric, reference, band, reweigh, (), freedom
         )
         return relaxed._replace(status=f'{result.status}; every inequality softened')
 
@@ -162,16 +173,12 @@ class StackProblem:
             metric[nv:, nv:] = np.diag(self._force_scale / shares)
         return metric
 
-    def _centre_of_pressure(self, state: RobotState, nv: int, nx: int):
+    def _centre_of_pressure(self, state: RobotState) -> np.ndarray:
         """The soles' centre-of-pressure rows C f ≤ 0 at this tick's foot rotations."""
         rotations = [state.frame_placement(frame).rotation for frame in self._contact_frames]
-        rows = centre_of_pressure_rows(
+        return centre_of_pressure_rows(
             self._contacts, rotations, self._sole_half_size, self._friction_coefficient
         )
-        block = np.zeros((rows.shape[0], nx))
-        block[:, nv:] = rows
-        zeros = np.zeros(rows.shape[0])
-        return block, np.full(zeros.shape, -np.inf), zeros, False
 
     def reweigh(self, row_shares: np.ndarray):
         """The cascade's second force stage: its weights from the first stage's forces."""
@@ -185,64 +192,93 @@ class StackProblem:
         return weights
 
     def hard_constraints(self, state, constraint, bounds, window):
-        """`cascade.HardConstraints` at this tick, and which of its rows are joint bounds."""
-        nv, count = self.robot.nv, self.force_count
-        nx = nv + count
-        blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]] = []
-        mass, bias = state.mass_matrix, state.nonlinear_effects
-        actuated = self._actuated
-        torque_rows = np.zeros((actuated.shape[0], nx))
-        torque_rows[:, :nv] = mass[actuated]
-        if count:
-            torque_rows[:, nv:] = -constraint[:, actuated].T
+        """`cascade.HardConstraints` at this tick, and which of its rows are joint bounds.
+
+        The rows in order: the torque range where finite, the contacts, the base rows, the
+        friction pyramids, the centres of pressure, the joint bounds where finite. Written
+        into buffers laid out once for each choice of those rows (`HardLayout`).
+        """
+        nv = self.robot.nv
         finite = np.isfinite(window[0]) | np.isfinite(window[1])
-        if finite.any():
-            blocks.append(
-                (
-                    torque_rows[finite],
-                    window[0][finite] - bias[actuated][finite],
-                    window[1][finite] - bias[actuated][finite],
-                    False,
-                )
-            )
+        limited = None if bounds is None else np.isfinite(bounds[0]) | np.isfinite(bounds[1])
+        key = (
+            finite.tobytes(),
+            None if limited is None else limited.tobytes(),
+            constraint is None,
+        )
+        if self._layout is None or self._layout.key != key:
+            self._layout = self._hard_layout(key, finite, limited, constraint is not None)
+        layout = self._layout
+        rows, lower, upper = layout.hard.rows, layout.hard.lower, layout.hard.upper
+        mass, bias = state.mass_matrix, state.nonlinear_effects
+        torque, columns = layout.torque, layout.torque_columns
+        rows[torque, :nv] = mass[columns]
+        if self.force_count:
+            rows[torque, nv:] = -constraint[:, columns].T
+        lower[torque] = window[0][finite] - bias[columns]
+        upper[torque] = window[1][finite] - bias[columns]
         if constraint is not None:
             drift = contact_acceleration(constraint, self.contact_buffers.drift, state.v)
-            contact_rows = np.zeros((constraint.shape[0], nx))
-            contact_rows[:, :nv] = constraint
-            blocks.append((contact_rows, drift, drift, True))
-            base_nv = self.robot.base_nv
-            if count and base_nv:
-                base_rows = np.zeros((base_nv, nx))
-                base_rows[:, :nv] = mass[:base_nv]
-                base_rows[:, nv:] = -constraint[:, :base_nv].T
-                blocks.append((base_rows, -bias[:base_nv], -bias[:base_nv], True))
-            if self.friction.shape[0]:
-                friction = np.zeros((self.friction.shape[0], nx))
-                friction[:, nv:] = self.friction
-                zeros = np.zeros(self.friction.shape[0])
-                blocks.append((friction, np.full(zeros.shape, -np.inf), zeros, False))
+            rows[layout.contacts, :nv] = constraint
+            lower[layout.contacts] = upper[layout.contacts] = drift
+            base = layout.base
+            if base.stop > base.start:
+                rows[base, :nv] = mass[: self.robot.base_nv]
+                rows[base, nv:] = -constraint[:, : self.robot.base_nv].T
+                lower[base] = upper[base] = -bias[: self.robot.base_nv]
+            if layout.pressure.stop > layout.pressure.start:
+                rows[layout.pressure, nv:] = self._centre_of_pressure(state)
+        if limited is not None:
+            lower[layout.joints] = bounds[0][limited]
+            upper[layout.joints] = bounds[1][limited]
+        return layout.hard, layout.joint_flags
+
+    def _hard_layout(self, key, finite, limited, contacts: bool) -> 'HardLayout':
+        """The buffers of `hard_constraints` for one choice of rows, their constant parts set."""
+        nv, count = self.robot.nv, self.force_count
+        nx = nv + count
+        sizes = [int(finite.sum()), 0, 0, 0, 0, 0]  # torque, contacts, base, friction, CoP, joints
+        if contacts:
+            sizes[1] = self.contact_buffers.drift.shape[0]
+            sizes[2] = self.robot.base_nv if count else 0
+            sizes[3] = self.friction.shape[0]
             if self._sole_half_size is not None:
-                blocks.append(self._centre_of_pressure(state, nv, nx))
-        if bounds is not None:
-            limited = np.isfinite(bounds[0]) | np.isfinite(bounds[1])
-            joint_rows = np.zeros((int(limited.sum()), nx))
-            joint_rows[np.arange(joint_rows.shape[0]), actuated[limited]] = 1.0
-            blocks.append((joint_rows, bounds[0][limited], bounds[1][limited], False))
-        if not blocks:
-            empty = np.zeros(0)
-            none = np.zeros(0, dtype=bool)
-            return HardConstraints(np.zeros((0, nx)), empty, empty, none), none
-        sizes = [block[1].shape[0] for block in blocks]
-        joints = np.zeros(sum(sizes), dtype=bool)
-        if bounds is not None:
-            joints[sum(sizes[:-1]) :] = True  # the joint bounds come last
-        hard = HardConstraints(
-            np.vstack([block[0] for block in blocks]),
-            np.concatenate([block[1] for block in blocks]),
-            np.concatenate([block[2] for block in blocks]),
-            np.concatenate([np.full(size, block[3]) for size, block in zip(sizes, blocks)]),
+                sizes[4] = ROWS_PER_SOLE * surface_contact_count(self._contacts)
+        if limited is not None:
+            sizes[5] = int(limited.sum())
+        starts = np.cumsum([0, *sizes])
+        torque, contact, base, friction, pressure, joints = (
+            slice(int(starts[k]), int(starts[k + 1])) for k in range(6)
         )
-        return hard, joints
+        total = int(starts[-1])
+        rows, lower, upper = np.zeros((total, nx)), np.empty(total), np.empty(total)
+        equality = np.zeros(total, dtype=bool)
+        equality[contact] = equality[base] = True
+        if sizes[3]:
+            rows[friction, nv:] = self.friction
+        lower[friction] = lower[pressure] = -np.inf
+        upper[friction] = upper[pressure] = 0.0
+        joint_flags = np.zeros(total, dtype=bool)
+        if limited is not None:
+            rows[joints][np.arange(sizes[5]), self._actuated[limited]] = 1.0
+            joint_flags[joints] = True
+        hard = HardConstraints(rows, lower, upper, equality)
+        columns = self._actuated[finite]
+        return HardLayout(key, hard, joint_flags, torque, columns, contact, base, pressure, joints)
+
+
+class HardLayout(NamedTuple):
+    """Where `StackProblem.hard_constraints` writes each block of its rows at each tick."""
+
+    key: tuple  # the choice of rows: finite torque range, finite joint bounds, contacts
+    hard: HardConstraints  # the buffers
+    joint_flags: np.ndarray  # (r,) bool, the joint-bound rows
+    torque: slice
+    torque_columns: np.ndarray  # the actuated joints whose torque range is finite
+    contacts: slice
+    base: slice
+    pressure: slice
+    joints: slice
 
 
 def mobility_inverse(state: RobotState) -> np.ndarray:

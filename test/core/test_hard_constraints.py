@@ -1,0 +1,117 @@
+"""A stack's hard constraints at a tick: its buffers against the blocks stacked plainly.
+
+`StackProblem.hard_constraints` writes each tick's rows into buffers laid out once for each
+choice of rows (which torque ranges and joint bounds are finite, whether there are contacts);
+here every row, bound and flag equals the textbook stacking of the cascade's blocks
+(`wbc_control.control.hierarchy.cascade`), from tick to tick and across a change of layout.
+"""
+
+import numpy as np
+from robots import random_state, robot
+
+from wbc_control.control.constraints.centre_of_pressure import centre_of_pressure_rows
+from wbc_control.control.constraints.joint_limits import JointLimits
+from wbc_control.control.contact.contacts import Contact, contact_acceleration, contact_jacobian
+from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.tasks import ComTask, JointPostureTask
+
+SOLE = np.array([0.2, 0.1])
+
+
+def talos_controller() -> PrioritizedController:
+    talos = robot('talos')
+    posture = JointPostureTask(talos, np.linspace(-0.3, 0.3, talos.n_actuated), kp=30.0)
+    entries = [
+        TaskEntry('com', ComTask(talos, (0.02, -0.01, 0.85), kp=400.0), 0),
+        TaskEntry('posture', posture, 1),
+    ]
+    contacts = [
+        Contact.create(talos, f'{side}_sole_link', 'surface') for side in ('left', 'right')
+    ]
+    return PrioritizedController(
+        talos,
+        entries,
+        contacts=contacts,
+        joint_limits=JointLimits(talos, talos.effort_limits),
+        sole_size=SOLE,
+        friction_coefficient=0.6,
+    )
+
+
+def stacked(controller, state, constraint, bounds, window):
+    """(rows, lower, upper, equality, joint rows): the blocks in order, stacked."""
+    problem, talos = controller._problem, controller.robot
+    nv, count, act = talos.nv, problem.force_count, np.asarray(talos.indices.v)
+    mass, bias = state.mass_matrix, state.nonlinear_effects
+
+    def block(rows_q, rows_f):
+        return np.hstack([rows_q, rows_f])
+
+    finite = np.isfinite(window[0]) | np.isfinite(window[1])
+    limited = np.isfinite(bounds[0]) | np.isfinite(bounds[1])
+    drift = contact_acceleration(constraint, problem.contact_buffers.drift.copy(), state.v)
+    rotations = [
+        state.frame_placement(talos.frame_id(c.frame)).rotation for c in controller.contacts
+    ]
+    pressure = centre_of_pressure_rows(controller.contacts, rotations, SOLE / 2, 0.6)
+    joint_rows = np.zeros((int(limited.sum()), nv + count))
+    joint_rows[np.arange(joint_rows.shape[0]), act[limited]] = 1.0
+    blocks = [
+        (block(mass[act], -constraint[:, act].T)[finite], (window[0] - bias[act])[finite],
+         (window[1] - bias[act])[finite], False),
+        (block(constraint, np.zeros((constraint.shape[0], count))), drift, drift, True),
+        (block(mass[:6], -constraint[:, :6].T), -bias[:6], -bias[:6], True),
+        (block(np.zeros((problem.friction.shape[0], nv)), problem.friction),
+         np.full(problem.friction.shape[0], -np.inf), np.zeros(problem.friction.shape[0]), False),
+        (block(np.zeros((pressure.shape[0], nv)), pressure), np.full(pressure.shape[0], -np.inf),
+         np.zeros(pressure.shape[0]), False),
+        (joint_rows, bounds[0][limited], bounds[1][limited], False),
+    ]  # fmt: skip
+    sizes = [b[1].shape[0] for b in blocks]
+    joints = np.zeros(sum(sizes), dtype=bool)
+    joints[sum(sizes[:-1]) :] = True
+    return (
+        np.vstack([b[0] for b in blocks]),
+        np.concatenate([b[1] for b in blocks]),
+        np.concatenate([b[2] for b in blocks]),
+        np.concatenate([np.full(size, b[3]) for size, b in zip(sizes, blocks)]),
+        joints,
+    )
+
+
+def hard_rows(controller, state, window, unlimited=()):
+    controller.compute(state)  # the frames and terms of this state
+    constraint, _ = contact_jacobian(
+        state, controller.contacts, controller._problem.contact_buffers
+    )
+    constraint = constraint.copy()
+    bounds = [side.copy() for side in controller.joint_limits.bounds(state)]
+    for joint in unlimited:
+        bounds[0][joint], bounds[1][joint] = -np.inf, np.inf
+    hard, joints = controller._problem.hard_constraints(state, constraint, bounds, window)
+    expected = stacked(controller, state, constraint, bounds, window)
+    return (hard.rows, hard.lower, hard.upper, hard.equality, joints), expected
+
+
+def test_the_hard_rows_are_the_blocks_stacked_from_tick_to_tick_and_across_layouts():
+    controller = talos_controller()
+    talos = controller.robot
+    limits = talos.effort_limits * np.linspace(0.4, 0.9, talos.n_actuated)
+    full = (-limits, limits * 1.1)
+    open_ranges = (full[0].copy(), full[1].copy())
+    open_ranges[0][[3, 17]], open_ranges[1][[3, 17]] = -np.inf, np.inf
+    seen = []
+    for seed, window, unlimited in [
+        (0, full, ()),
+        (1, full, ()),  # the same layout: the buffers rewritten
+        (2, open_ranges, ()),  # two torque rows fewer
+        (3, full, (5,)),  # one joint-bound row fewer
+        (4, full, ()),  # back: every block at its place again
+    ]:
+        got, expected = hard_rows(controller, random_state(talos, seed, 0.3), window, unlimited)
+        for part, want in zip(got, expected):
+            np.testing.assert_array_equal(part, want)
+        seen.append(got[0].shape[0])
+    actuated = talos.n_actuated
+    assert seen[0] == seen[1] == seen[4] == actuated + 12 + 6 + 10 + 24 + actuated
+    assert seen[2] == seen[0] - 2 and seen[3] == seen[0] - 1
