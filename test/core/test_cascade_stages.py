@@ -66,16 +66,18 @@ def level_case(seed: int, forces: int, weak: bool):
     forces=st.sampled_from([0, 6]),
     weak=st.booleans(),
     rank_drop=st.integers(0, 1),
+    stiffness=st.sampled_from([1.0, 1e4]),  # the demand sets the damping, or the band does
 )
-def test_a_levels_problem_is_the_plain_numpy_one(seed, forces, weak, rank_drop):
+def test_a_levels_problem_is_the_plain_numpy_one(seed, forces, weak, rank_drop, stiffness):
     rows, target, rank, point, basis, moving, reference = level_case(seed, forces, weak)
     rank -= rank_drop
     band, tie_break = 0.03, 1e-3
     authority, hessian, gradient, step, fixed, *report = level_problem(
-        rows, target, rank, point, basis, moving, reference, band, forces == 0, tie_break
-    )
+        rows, target, rank, point, basis, moving, reference, band, forces == 0, tie_break,
+        stiffness,
+    )  # fmt: skip
     expected = oracle.level_problem(
-        rows, target, rank, point, basis, moving, reference, band, tie_break
+        rows, target, rank, point, basis, moving, reference, band, tie_break, stiffness
     )
     assert authority == (expected is not None)
     if expected is None:
@@ -102,9 +104,53 @@ def test_a_level_that_can_move_nothing_has_no_authority():
     rows, target, rank, point, basis, moving, reference = level_case(3, 0, False)
     for zero_rows, rank_now in ((np.zeros_like(rows), rank), (rows, 0)):
         authority, *_ = level_problem(
-            zero_rows, target, rank_now, point, basis, moving, reference, 0.03, True, 1e-3
+            zero_rows, target, rank_now, point, basis, moving, reference, 0.03, True, 1e-3, 1e4
         )
         assert not authority
+
+
+#: A level of three joints whose singular values are 2, 0.5 and 0.02 (ε s_max = 0.06: the last
+#: direction is weak); its demand along that direction is the third target entry.
+LARGEST, WEAKEST, EDGE = 2.0, 0.02, 0.03 * 2.0
+SHAPE = 1.0 - (WEAKEST / EDGE) ** 2  # Chiaverini's profile at s = 0.02
+
+
+def weak_push(demand: float, stiffness: float, reference: float = 0.0):
+    """(λ² / s_max², the step along the weak direction) at `demand`."""
+    target = np.array([0.3, -0.2, demand])
+    _, _, _, step, _, _, weak, _, regularisation = level_problem(
+        np.diag([LARGEST, 0.5, WEAKEST]), target, 3, np.zeros(3), np.eye(3), 3,
+        np.array([0.0, 0.0, reference]), 0.03, True, 1e-3, stiffness,
+    )  # fmt: skip
+    assert weak == 1
+    return regularisation, step[2]
+
+
+@pytest.mark.parametrize('stiffness', [100.0, 400.0])
+def test_a_weak_directions_damping_grows_with_its_demand_past_the_stiffness_bound(stiffness):
+    """λ² = (1 − (s / ε s_max)²) max((ε s_max)², s_max |c| / k): both sides of the bound."""
+    boundary = EDGE**2 * stiffness / LARGEST  # |c| where s_max |c| / k = (ε s_max)²
+    for demand in (-0.5 * boundary, 0.99 * boundary, boundary, 1.01 * boundary, -3.0 * boundary):
+        regularisation, step = weak_push(demand, stiffness)
+        damping = SHAPE * max(EDGE**2, LARGEST * abs(demand) / stiffness)
+        assert regularisation == pytest.approx(damping / LARGEST**2, rel=1e-12)
+        assert step == pytest.approx(WEAKEST * demand / (WEAKEST**2 + damping), rel=1e-9)
+
+
+def test_past_the_bound_a_larger_demand_no_longer_pushes_harder():
+    """The push s c / (s² + λ²) tends to s k / (s_max (1 − (s / ε s_max)²)), whatever c."""
+    stiffness = 100.0
+    limit = WEAKEST * stiffness / (LARGEST * SHAPE)
+    pushes = [weak_push(demand, stiffness)[1] for demand in (1.0, 10.0, 100.0, -100.0)]
+    assert pushes[0] < pushes[1] < pushes[2] < limit
+    assert pushes[2] == pytest.approx(limit, rel=1e-3)
+    assert pushes[3] == pytest.approx(-pushes[2], rel=1e-12)
+    # Under the bound the push is the plain band's, proportional to the demand.
+    small = [weak_push(demand, stiffness)[1] for demand in (0.01, 0.02)]
+    assert small[1] == pytest.approx(2.0 * small[0], rel=1e-12)
+    # The damping pulls towards the reference motion, which weighs more as the demand grows.
+    _, towards = weak_push(100.0, stiffness, reference=-50.0)
+    assert towards < pushes[2]
 
 
 def stage_case(seed: int = 0):

@@ -21,7 +21,7 @@ class Level(NamedTuple):
     report: tuple[int, int, float, float]
 
 
-def level_problem(rows, target, rank, point, basis, moving, reference, band, tie_break):
+def level_problem(rows, target, rank, point, basis, moving, reference, band, tie_break, stiffness):
     """`Level` of a level (None where it can move nothing)."""
     nv = rows.shape[1]
     joints = basis[:nv, :moving]
@@ -35,9 +35,12 @@ def level_problem(rows, target, rank, point, basis, moving, reference, band, tie
     fixed = right_t[rank:].T
     left, values, _ = np.linalg.svd(joints, full_matrices=False)
     span = left[:, values > 1e-12 * values[0]]
-    _, values, right_t_q = np.linalg.svd(rows.dot(span), full_matrices=False)
+    left_q, values, right_t_q = np.linalg.svd(rows.dot(span), full_matrices=False)
     count = min(rank, values.shape[0])
-    weights = np.maximum((band * values[0]) ** 2 - values[:count] ** 2, 0.0)
+    demand = left_q[:, :count].T.dot(target - rows.dot(point[:nv]))
+    edge = band * values[0]
+    peak = np.maximum(edge**2, values[0] * np.abs(demand) / stiffness)
+    weights = np.where(values[:count] < edge, (1.0 - (values[:count] / edge) ** 2) * peak, 0.0)
     weak = weights > 0.0
     directions = right_t_q[:count][weak].dot(span.T)
     condition = values[0] / values[count - 1] if values[count - 1] > 0.0 else np.inf

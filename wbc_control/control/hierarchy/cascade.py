@@ -30,8 +30,13 @@ equality case").
 The middle term regularises a level near a kinematic singularity. sᵢ are the singular values
 of R_k restricted to the joint accelerations the constraints and the levels above leave free,
 vᵢ the joint-space directions: a direction is weak where sᵢ < ε s_max (ε =
-`singular_value_threshold`) and gets λᵢ² = ε² s_max² − sᵢ², Chiaverini's (1997) variable
-damping (λ² = (1 − (s/ε)²) λ²_max with λ_max = ε s_max) applied to each direction. The level
+`singular_value_threshold`) and gets λᵢ² = (1 − (sᵢ/ε s_max)²) λ²_max,ᵢ, Chiaverini's (1997)
+variable damping applied to each direction, with λ²_max,ᵢ = max(ε² s_max², s_max |cᵢ| / k):
+cᵢ = uᵢᵀ (T_k − R_k x₀) is the level's demand along the direction, and the second term bounds
+the stiffness of the level's push sᵢ cᵢ / (sᵢ² + λᵢ²) as the configuration moves sᵢ, at k =
+`WEAK_STIFFNESS` (a target out of reach makes cᵢ large and the plain band's push stiffer than
+a 500 Hz loop can follow). Outside the band, and wherever the demand is small, this is the
+plain band: λ²_max = ε² s_max², λᵢ² = ε² s_max² − sᵢ². The level
 then achieves, along vᵢ, a blend of its own task and of q̈_ref, the motion the levels below ask
 for (their joint-posture accelerations), with the weight 1 − (sᵢ/ε s_max)² of q̈_ref rising
 continuously from 0 at the edge of the band to 1 at the singularity, where the generic
@@ -58,6 +63,12 @@ from wbc_control.control.hierarchy.stage_qp import Inequalities, inequalities, s
 #: its residual does not see. It keeps the QP well conditioned; it biases the level only where
 #: an inequality makes a step along them pay off, and then by about this fraction.
 LEVEL_TIE_BREAK = 1e-3
+#: k (1/s²): the largest stiffness of a weak direction's push, s_max |c| / λ²_max (`level_kernel`
+#: `_damping`). ω = √k = 100 rad/s keeps ω dt at 0.2 for a 500 Hz loop, and the reference's
+#: damping (`stack_problem.REFERENCE_DAMPING`, 100/s) gives it ζ = 0.5; a target out of reach
+#: makes the plain band's stiffness 10 to 100 times this, which a rate-limited command cannot
+#: follow (a limit cycle through the singularity).
+WEAK_STIFFNESS = 1e4
 #: A squared singular value at or below this fraction of the largest is not a direction the
 #: equality rows fix (a numerical rank, Golub & Van Loan 2013, sec 5.5).
 RANK_TOLERANCE = 1e-9
@@ -238,7 +249,7 @@ def _solve_level(
     orthonormal = basis.shape[0] == level.rows.shape[1]
     authority, hessian, gradient, unbounded, fixed, *report = level_problem(
         level.rows, level.target, level.generic_rank, point, basis, moving, reference, band,
-        orthonormal, LEVEL_TIE_BREAK,
+        orthonormal, LEVEL_TIE_BREAK, WEAK_STIFFNESS,
     )  # fmt: skip
     if not authority:  # nothing this level can move: no authority, no pins
         sets.record(None)
