@@ -142,10 +142,14 @@ def test_standing_still_needs_pushing_forces_that_carry_the_weight():
 def test_contact_forces_never_pull_the_task_gives_way_instead():
     talos = robot('talos')
     state = RobotState(talos)
-    state.update(
-        talos.configuration(np.zeros(talos.n_actuated), [0, 0, 1.0, 0, 0, 0, 1]),
-        np.zeros(talos.nv),
-    )
+    # Knees bent 0.3 rad: with straight legs the COM's vertical direction is near-singular
+    # (condition 58, inside the damping band), and its damping, not the contacts, would set
+    # how fast the COM may fall.
+    joints = np.zeros(talos.n_actuated)
+    for side in ('left', 'right'):
+        legs = talos.joint_index([f'leg_{side}_{number}_joint' for number in (3, 4, 5)])
+        joints[legs] = [-0.15, 0.3, -0.15]  # hip, knee, ankle pitch
+    state.update(talos.configuration(joints, [0, 0, 1.0, 0, 0, 0, 1]), np.zeros(talos.nv))
     # Accelerating the COM downwards faster than gravity could only be done by pulling.
     target = state.com - np.array([0.0, 0.0, 1.0])
     result = talos_controller(0, com_target=target, com_kp=100.0).compute(state)
