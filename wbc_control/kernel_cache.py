@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 #: Every module of this package whose functions numba compiles, calls between them included
 #: (paths in the package).
 KERNEL_SOURCES = (
+    'cholesky_kernel.py',
     'control/contact/contact_kernel.py',
     'control/constraints/joint_limits.py',
     'control/constraints/torque_limits.py',

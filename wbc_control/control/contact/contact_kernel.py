@@ -13,64 +13,9 @@ import math
 from numba import float64, int64
 import numpy as np
 
+from wbc_control.cholesky_kernel import cholesky, cholesky_solve, inverse_factor
 from wbc_control.kernel_cache import kernel
 from wbc_control.kernel_types import MATRIX, VECTOR
-
-
-@kernel()
-def _cholesky(matrix):  # pragma: no cover - runs compiled
-    """L of S = L Lᵀ (lower, column by column); None if S is not numerically PD.
-
-    A pivot that is not > 0 (NaN included) means S is not numerically positive definite.
-    """
-    size = matrix.shape[0]
-    lower = np.zeros((size, size))
-    for j in range(size):
-        pivot = matrix[j, j]
-        for k in range(j):
-            pivot -= lower[j, k] * lower[j, k]
-        if not pivot > 0.0:
-            return None
-        lower[j, j] = math.sqrt(pivot)
-        for i in range(j + 1, size):
-            total = matrix[i, j]
-            for k in range(j):
-                total -= lower[i, k] * lower[j, k]
-            lower[i, j] = total / lower[j, j]
-    return lower
-
-
-@kernel()
-def _inverse_factor(lower):  # pragma: no cover - runs compiled
-    """Y = L⁻¹ (lower triangular) by forward substitution; S⁻¹ = Yᵀ Y, tr(S⁻¹) = Σ Y²."""
-    size = lower.shape[0]
-    inverse = np.zeros((size, size))
-    for j in range(size):
-        inverse[j, j] = 1.0 / lower[j, j]
-        for i in range(j + 1, size):
-            total = 0.0
-            for k in range(j, i):
-                total -= lower[i, k] * inverse[k, j]
-            inverse[i, j] = total / lower[i, i]
-    return inverse
-
-
-@kernel()
-def _cholesky_solve(lower, rhs):  # pragma: no cover - runs compiled
-    """The solution x of L Lᵀ x = rhs: forward, then back substitution."""
-    size = lower.shape[0]
-    x = np.empty(size)
-    for i in range(size):
-        total = rhs[i]
-        for k in range(i):
-            total -= lower[i, k] * x[k]
-        x[i] = total / lower[i, i]
-    for i in range(size - 1, -1, -1):
-        total = x[i]
-        for k in range(i + 1, size):
-            total -= lower[k, i] * x[k]
-        x[i] = total / lower[i, i]
-    return x
 
 
 @kernel()
@@ -121,10 +66,10 @@ def base_forces(
                 total += constraint[j, a] * constraint[j, b] * shares[j]
             gram[a, b] = total
             gram[b, a] = total
-    lower = _cholesky(gram)
-    if lower is None or not _trace(gram) * _squared_sum(_inverse_factor(lower)) <= max_condition:
+    lower = cholesky(gram)
+    if lower is None or not _trace(gram) * _squared_sum(inverse_factor(lower)) <= max_condition:
         return -1.0
-    multipliers = _cholesky_solve(lower, generalized_force[:base_nv])  # G⁻¹ t
+    multipliers = cholesky_solve(lower, generalized_force[:base_nv])  # G⁻¹ t
     for j in range(rows):
         total = 0.0
         for a in range(base_nv):

@@ -14,7 +14,7 @@ import math
 from numba import boolean, float64, int64, types
 import numpy as np
 
-from wbc_control.control.contact.contact_kernel import _cholesky, _cholesky_solve
+from wbc_control.cholesky_kernel import cholesky, cholesky_solve
 from wbc_control.kernel_cache import kernel
 from wbc_control.kernel_types import C_MATRIX, C_VECTOR, MATRIX, VECTOR
 
@@ -130,11 +130,11 @@ def level_problem(
     hessian[:moving, :moving] += curvature * fixed.dot(fixed.T)
     for i in range(moving, size):
         hessian[i, i] += curvature
-    lower = _cholesky(hessian)
+    lower = cholesky(hessian)
     if lower is None:
         step = np.linalg.lstsq(design, goal)[0]
     else:
-        step = -_cholesky_solve(lower, gradient)
+        step = -cholesky_solve(lower, gradient)
     return (
         True, hessian, gradient, step, fixed, directions_count, weak_count, condition,
         regularisation,
