@@ -18,7 +18,6 @@ from robots import random_state, robot
 
 from wbc_control.control.contact.contacts import Contact
 from wbc_control.control.hierarchy import cascade, stage_qp
-from wbc_control.control.hierarchy.dense import cholesky, pivoted_qr, reciprocal_condition
 from wbc_control.control.hierarchy.level_kernel import level_problem
 from wbc_control.control.hierarchy.stage_kernel import (
     MEETS_ALL,
@@ -362,17 +361,3 @@ def test_the_working_sets_are_kept_per_stage_and_only_over_the_same_rows():
     assert sets.guess() is None  # over 2 rows, not these 3
     sets.record(None)
     assert sets.guess() is None  # beyond the stages of the previous tick
-
-
-def test_the_factorisations():
-    rng = np.random.default_rng(4)
-    matrix = rng.standard_normal((6, 4)) * [1.0, 3.0, 0.5, 2.0]
-    matrix[:, 2] = matrix[:, 0] + matrix[:, 1]  # rank 3
-    orthogonal, triangle, pivots = pivoted_qr(matrix)
-    np.testing.assert_allclose(orthogonal.T.dot(orthogonal), np.eye(6), atol=1e-14)
-    np.testing.assert_allclose(matrix[:, pivots], orthogonal[:, :4].dot(triangle), atol=1e-13)
-    diagonal = np.abs(np.diag(triangle))
-    assert (np.diff(diagonal) <= 1e-12).all() and diagonal[3] < 1e-12 < diagonal[2]
-    spd = np.diag([4.0, 1.0, 0.25])
-    assert reciprocal_condition(cholesky(spd), spd) == pytest.approx(1.0 / 16.0)
-    assert cholesky(np.diag([1.0, -1e-3, 2.0])) is None

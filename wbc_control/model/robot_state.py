@@ -26,17 +26,14 @@ Tasks read from it; they never call Pinocchio algorithms that redo the kinematic
 import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
-from scipy.linalg import get_lapack_funcs
 
+from wbc_control import lapack
 from wbc_control.exceptions import InvalidShape, InvalidValue
 from wbc_control.model.mass_inverse import dof_parents, tree_inverse
 from wbc_control.model.robot_model import RobotModel
 
 LOCAL_WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
-# Resolved once: the scipy wrappers (cho_factor / cho_solve) cost more than the factorisation
-# of a robot-sized M.
-_POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
 _INFINITY = float('inf')
 _SUM = np.add.reduce  # `ndarray.sum` adds a Python wrapper to each call
 _NOT_POSITIVE_DEFINITE = (
@@ -114,8 +111,8 @@ class RobotState:
             InvalidValue: M is not positive definite.
         """
         if self._cholesky is None:
-            factor, info = _POTRF(self.mass_matrix, lower=False, clean=False)
-            if info != 0:
+            factor = lapack.cholesky(self.mass_matrix)
+            if factor is None:
                 raise InvalidValue(_NOT_POSITIVE_DEFINITE)
             self._cholesky = factor
         return self._cholesky, False
@@ -125,7 +122,7 @@ class RobotState:
         factor = self._cholesky
         if factor is None:
             factor = self.mass_matrix_cholesky[0]
-        return _POTRS(factor, rhs, lower=False)[0]
+        return lapack.cholesky_solve(factor, rhs)
 
     @property
     def inverse_mass_matrix(self) -> np.ndarray:

@@ -29,8 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from scipy.linalg import get_lapack_funcs
 
+from wbc_control import lapack
 from wbc_control.control.contact.contact_kernel import base_forces
 from wbc_control.exceptions import InvalidTaskConfig, InvalidValue
 from wbc_control.model.robot_model import RobotModel
@@ -52,7 +52,6 @@ CONE_TOLERANCE = 1e-9
 #: Largest κ₂(A_b A_bᵀ) bound for which the contact forces come from the normal equations
 #: (rounding grows with it: about 1e-8 relative at the bound); above it, `lstsq`.
 NORMAL_EQUATIONS_MAX_CONDITION = 1e8
-_POTRF, _POTRS = get_lapack_funcs(('potrf', 'potrs'), (np.zeros((1, 1)),))
 _IDENTITY_6 = np.eye(6)
 _IDENTITY_6.flags.writeable = False
 
@@ -245,10 +244,10 @@ def minimum_norm_solution(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     wrench: rank loss) `lstsq` gives the minimum-norm least-squares solution as before.
     """
     gram = matrix.dot(matrix.T)
-    factor, info = _POTRF(gram, lower=False, clean=False)
-    if info == 0:
+    factor = lapack.cholesky(gram)
+    if factor is not None:
         identity = _IDENTITY_6 if gram.shape[0] == 6 else np.eye(gram.shape[0])
-        inverse = _POTRS(factor, identity, lower=False)[0]
+        inverse = lapack.cholesky_solve(factor, identity)
         if float(gram.trace()) * float(inverse.trace()) <= NORMAL_EQUATIONS_MAX_CONDITION:
             return matrix.T.dot(inverse.dot(rhs))
     return np.linalg.lstsq(matrix, rhs, rcond=None)[0]

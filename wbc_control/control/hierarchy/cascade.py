@@ -55,7 +55,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.control.hierarchy import dense
+from wbc_control import lapack
 from wbc_control.control.hierarchy.level_kernel import level_problem
 from wbc_control.control.hierarchy.stage_qp import Inequalities, inequalities, solve_stage
 
@@ -271,14 +271,14 @@ def _least(metric, block: slice, directions, inequality: Inequalities, point, se
         return point, ''
     part = directions[block]
     hessian = part.T.dot(metric[block, block]).dot(part)
-    factor = dense.cholesky(hessian)
-    if factor is None or not dense.reciprocal_condition(factor, hessian) > SINGULAR_INERTIA:
+    factor = lapack.cholesky(hessian)
+    if factor is None or not lapack.reciprocal_condition(factor, hessian) > SINGULAR_INERTIA:
         return None, (
             'the inertia is singular in a direction nothing fixes (a massless link that no '
             'contact holds?)'
         )
     gradient = part.T.dot(metric[block, block].dot(point[block]))
-    unbounded = -dense.cholesky_solve(factor, gradient)
+    unbounded = -lapack.cholesky_solve(factor, gradient)
     step, status, active = solve_stage(
         hessian, gradient, inequality, point, directions, unbounded, sets.guess()
     )
@@ -297,10 +297,10 @@ def _affine_solutions(rows: np.ndarray, values: np.ndarray):
     nx = rows.shape[1]
     if rows.shape[0] == 0:
         return np.zeros(nx), np.eye(nx)
-    orthogonal, triangle, pivots = dense.pivoted_qr(rows.T)  # rows[p] = Rᵀ Qᵀ
+    orthogonal, triangle, pivots = lapack.pivoted_qr(rows.T)  # rows[p] = Rᵀ Qᵀ
     diagonal = np.abs(np.diag(triangle))
     rank = int((diagonal**2 > RANK_TOLERANCE * diagonal[0] ** 2).sum()) if diagonal[0] else 0
-    leading = dense.upper_transposed_solve(triangle[:rank, :rank], values[pivots[:rank]])
+    leading = lapack.upper_transposed_solve(triangle[:rank, :rank], values[pivots[:rank]])
     point = orthogonal[:, :rank].dot(leading)
     error = rows.dot(point) - values
     if np.abs(error).max(initial=0.0) > 1e-9 * (1.0 + np.abs(values).max(initial=0.0)):
@@ -318,6 +318,6 @@ def _motion_first(point: np.ndarray, basis: np.ndarray, nv: int) -> Freedom:
     """
     if basis.shape[0] == nv or not basis.shape[1]:
         return Freedom(point, basis, basis.shape[1])
-    orthogonal, triangle, _ = dense.pivoted_qr(basis[:nv].T)
+    orthogonal, triangle, _ = lapack.pivoted_qr(basis[:nv].T)
     rank = int((np.abs(np.diag(triangle)) ** 2 > RANK_TOLERANCE).sum())
     return Freedom(point, basis.dot(orthogonal), rank)

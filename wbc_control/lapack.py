@@ -1,8 +1,9 @@
-"""The cascade's dense factorisations, straight from LAPACK.
+"""The package's dense factorisations, straight from LAPACK (resolved once, here).
 
 numpy's and scipy's wrappers check, convert and dispatch on every call, which costs more than
 the factorisation itself at a robot's sizes (a 32 x 32 Cholesky solve: 14 µs through numpy,
-7 µs here).
+7 µs here). Used by the model (M's Cholesky factor, `model.robot_state`), the contacts' normal
+equations (`control.contact.contacts`) and the cascade (`control.hierarchy.cascade`).
 """
 
 import numpy as np
@@ -14,8 +15,12 @@ _POTRF, _POTRS, _POCON, _GEQP3, _ORGQR, _TRTRS = get_lapack_funcs(
 
 
 def cholesky(matrix: np.ndarray) -> np.ndarray | None:
-    """The upper Cholesky factor of a symmetric matrix, None if it is not positive definite."""
-    factor, info = _POTRF(matrix)
+    """The upper Cholesky factor of a symmetric matrix, None if it is not positive definite.
+
+    As scipy's `cho_factor`, the strictly lower triangle is left as the input's (not zeroed):
+    `cholesky_solve` and `reciprocal_condition` read the upper one only.
+    """
+    factor, info = _POTRF(matrix, clean=False)
     return factor if info == 0 else None
 
 
