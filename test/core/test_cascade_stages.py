@@ -66,17 +66,24 @@ def level_case(seed: int, forces: int, weak: bool):
     weak=st.booleans(),
     rank_drop=st.integers(0, 1),
     stiffness=st.sampled_from([1.0, 1e4]),  # the demand sets the damping, or the band does
+    room=st.sampled_from([np.inf, 1.0]),  # no joint bounds, or bounds that clamp some steps
 )
-def test_a_levels_problem_is_the_plain_numpy_one(seed, forces, weak, rank_drop, stiffness):
+def test_a_levels_problem_is_the_plain_numpy_one(seed, forces, weak, rank_drop, stiffness, room):
     rows, target, rank, point, basis, moving, reference = level_case(seed, forces, weak)
     rank -= rank_drop
     band, tie_break = 0.03, 1e-3
+    rng = np.random.default_rng(seed + 1)
+    nv = rows.shape[1]
+    box = (
+        point[:nv] - room * rng.uniform(0.1, 2.0, nv),
+        point[:nv] + room * rng.uniform(0.1, 2.0, nv),
+    )
     authority, hessian, gradient, step, fixed, *report = level_problem(
         rows, target, rank, point, basis, moving, reference, band, forces == 0, tie_break,
-        stiffness,
+        stiffness, *box,
     )  # fmt: skip
     expected = oracle.level_problem(
-        rows, target, rank, point, basis, moving, reference, band, tie_break, stiffness
+        rows, target, rank, point, basis, moving, reference, band, tie_break, stiffness, box
     )
     assert authority == (expected is not None)
     if expected is None:
@@ -103,8 +110,9 @@ def test_a_level_that_can_move_nothing_has_no_authority():
     rows, target, rank, point, basis, moving, reference = level_case(3, 0, False)
     for zero_rows, rank_now in ((np.zeros_like(rows), rank), (rows, 0)):
         authority, *_ = level_problem(
-            zero_rows, target, rank_now, point, basis, moving, reference, 0.03, True, 1e-3, 1e4
-        )
+            zero_rows, target, rank_now, point, basis, moving, reference, 0.03, True, 1e-3, 1e4,
+            np.full(rows.shape[1], -np.inf), np.full(rows.shape[1], np.inf),
+        )  # fmt: skip
         assert not authority
 
 
@@ -114,12 +122,15 @@ LARGEST, WEAKEST, EDGE = 2.0, 0.02, 0.03 * 2.0
 SHAPE = 1.0 - (WEAKEST / EDGE) ** 2  # Chiaverini's profile at s = 0.02
 
 
+UNBOUNDED = (np.full(3, -np.inf), np.full(3, np.inf))
+
+
 def weak_push(demand: float, stiffness: float, reference: float = 0.0):
     """(λ² / s_max², the step along the weak direction) at `demand`."""
     target = np.array([0.3, -0.2, demand])
     _, _, _, step, _, _, weak, _, regularisation = level_problem(
         np.diag([LARGEST, 0.5, WEAKEST]), target, 3, np.zeros(3), np.eye(3), 3,
-        np.array([0.0, 0.0, reference]), 0.03, True, 1e-3, stiffness,
+        np.array([0.0, 0.0, reference]), 0.03, True, 1e-3, stiffness, *UNBOUNDED,
     )  # fmt: skip
     assert weak == 1
     return regularisation, step[2]
@@ -150,6 +161,40 @@ def test_past_the_bound_a_larger_demand_no_longer_pushes_harder():
     # The damping pulls towards the reference motion, which weighs more as the demand grows.
     _, towards = weak_push(100.0, stiffness, reference=-50.0)
     assert towards < pushes[2]
+
+
+def middle_step(demand: float, lowest, highest, point):
+    """(λ² / s_max², the step) along the middle direction of a level of 2, 0.5, 0.3 (none weak)."""
+    target = np.array([0.3, demand, -0.001])
+    _, _, _, step, _, _, _, _, regularisation = level_problem(
+        np.diag([LARGEST, 0.5, 0.3]), target, 3, point, np.eye(3), 3, np.zeros(3), 0.03,
+        True, 1e-3, 1e4, lowest, highest,
+    )  # fmt: skip
+    return regularisation, step[1]
+
+
+def test_a_step_that_would_leave_the_joint_box_is_damped_to_its_edge():
+    """Buss & Kim 2005's clamp, towards no motion: μ² = s |c| / h − s² where |c| / s > h."""
+    point = np.array([0.1, 0.3, -0.2])
+    lowest, highest = np.array([-5.0, -1.2, -5.0]), np.array([5.0, 2.5, 5.0])
+    for side, room in ((1.0, 2.5 - 0.3), (-1.0, 1.2 + 0.3)):  # the room left from x₀
+        for factor in (0.5, 0.99, 1.01, 4.0):
+            demand = side * factor * 0.5 * room  # the residual along e₂ is demand − 0.5 · 0.3
+            regularisation, step = middle_step(demand + 0.5 * 0.3, lowest, highest, point)
+            if factor < 1.0:  # inside: untouched, the plain least-squares step
+                assert step == pytest.approx(side * factor * room, rel=1e-9)
+            else:  # outside: exactly at the box's edge
+                assert step == pytest.approx(side * room, rel=1e-9)
+            assert regularisation == 0.0  # the report is the band's: no direction is weak
+
+
+def test_a_direction_with_an_unbounded_side_is_never_clamped():
+    point = np.zeros(3)
+    lowest, highest = np.array([-5.0, -1.0, -5.0]), np.array([5.0, np.inf, 5.0])
+    _, step = middle_step(100.0, lowest, highest, point)
+    assert step == pytest.approx(200.0, rel=1e-9)  # c / s, however large
+    _, step = middle_step(-100.0, lowest, highest, point)
+    assert step == pytest.approx(-1.0, rel=1e-9)  # the bounded side clamps
 
 
 def stage_case(seed: int = 0):

@@ -2,13 +2,15 @@
 
 The same definitions as `wbc_control.control.hierarchy.level_kernel.level_problem`, taken the
 long way: numpy's SVD for every basis, the regularisation from the SVD of Z's q̈ rows (not
-their QR factor), the closed-form step by `lstsq` (the least-norm least-squares solution, Golub
+their QR factor), each direction's room in the joint box by a linear program (`linprog`), the
+closed-form step by `lstsq` (the least-norm least-squares solution, Golub
 & Van Loan 2013, sec 5.5.1) rather than by the Cholesky factor of H.
 """
 
 from typing import NamedTuple
 
 import numpy as np
+from scipy.optimize import linprog
 
 
 class Level(NamedTuple):
@@ -21,8 +23,10 @@ class Level(NamedTuple):
     report: tuple[int, int, float, float]
 
 
-def level_problem(rows, target, rank, point, basis, moving, reference, band, tie_break, stiffness):
-    """`Level` of a level (None where it can move nothing)."""
+def level_problem(
+    rows, target, rank, point, basis, moving, reference, band, tie_break, stiffness, box
+):
+    """`Level` of a level (None where it can move nothing); `box` (lowest, highest) `(nv,)`."""
     nv = rows.shape[1]
     joints = basis[:nv, :moving]
     reduced = rows.dot(joints)
@@ -37,23 +41,37 @@ def level_problem(rows, target, rank, point, basis, moving, reference, band, tie
     span = left[:, values > 1e-12 * values[0]]
     left_q, values, right_t_q = np.linalg.svd(rows.dot(span), full_matrices=False)
     count = min(rank, values.shape[0])
-    demand = left_q[:, :count].T.dot(target - rows.dot(point[:nv]))
+    residual = target - rows.dot(point[:nv])
+    demand = left_q[:, :count].T.dot(residual)
     edge = band * values[0]
     peak = np.maximum(edge**2, values[0] * np.abs(demand) / stiffness)
-    weights = np.where(values[:count] < edge, (1.0 - (values[:count] / edge) ** 2) * peak, 0.0)
+    towards_reference = np.where(
+        values[:count] < edge, (1.0 - (values[:count] / edge) ** 2) * peak, 0.0
+    )
+    directions = right_t_q[:count].dot(span.T)
+    towards_none = np.zeros(count)
+    for i in range(count):
+        signed = np.sign(demand[i]) * directions[i] if demand[i] else directions[i]
+        lowest, highest = box[0] - point[:nv], box[1] - point[:nv]
+        # The box's support along the signed direction: the largest step the bounds allow.
+        largest_step = linprog(-signed, bounds=list(zip(lowest, highest)), method='highs')
+        reach = np.inf if largest_step.status == 3 else -largest_step.fun
+        step = abs(demand[i]) / values[i] if values[i] > 0 else np.inf
+        if 0 < reach < step:
+            towards_none[i] = values[i] * abs(demand[i]) / reach - values[i] ** 2
+    weights = towards_reference + towards_none
     weak = weights > 0.0
-    directions = right_t_q[:count][weak].dot(span.T)
     condition = values[0] / values[count - 1] if values[count - 1] > 0.0 else np.inf
-    largest = weights.max(initial=0.0) / values[0] ** 2
-    report = (count, int(weak.sum()), condition, largest)
+    largest = towards_reference.max(initial=0.0) / values[0] ** 2
+    report = (count, int((towards_reference > 0.0).sum()), condition, largest)
     size = basis.shape[1]
-    design = np.zeros((reduced.shape[0] + directions.shape[0], size))
+    chosen = directions[weak]
+    design = np.zeros((reduced.shape[0] + chosen.shape[0], size))
     design[: reduced.shape[0], :moving] = reduced
     root = np.sqrt(weights[weak])
-    design[reduced.shape[0] :, :moving] = root[:, None] * directions.dot(joints)
-    goal = np.concatenate(
-        [target - rows.dot(point[:nv]), root * directions.dot(reference - point[:nv])]
-    )
+    share = towards_reference[weak] / weights[weak]
+    design[reduced.shape[0] :, :moving] = root[:, None] * chosen.dot(joints)
+    goal = np.concatenate([residual, root * share * chosen.dot(reference - point[:nv])])
     hessian = design.T.dot(design)
     curvature = tie_break * singular[0] ** 2
     hessian[:moving, :moving] += curvature * fixed.dot(fixed.T)

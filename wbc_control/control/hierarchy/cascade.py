@@ -15,7 +15,7 @@ and, level k = 1, 2, ... in turn, minimises its acceleration residual without ch
 the levels above achieved (the cascade of Kanoun, Lamiraux & Wieber 2011, eq 9; Escande,
 Mansard & Wieber 2014, eq 5):
 
-    min ‖R_k q̈ − T_k‖² + Σᵢ λᵢ² (vᵢᵀ (q̈ − q̈_ref))²
+    min ‖R_k q̈ − T_k‖² + Σᵢ λᵢ² (vᵢᵀ (q̈ − q̈_ref))² + Σᵢ μᵢ² (vᵢᵀ (q̈ − x₀))²
     s.t. the hard constraints,  R_j q̈ = R_j q̈*_j for every j < k,
 
 R_k = W E J_k and T_k = W E (ẍ*_k − J̇_k v): the Euclidean residual of the level's tasks, each
@@ -45,6 +45,15 @@ follows the posture instead of being driven with a gain of 1/s: at a target out 
 arm settles into its posture rather than wandering along the workspace boundary at its
 velocity limits, and the torque stays continuous through a singularity. The term acts only in
 the span of the level's own rows, which the levels below may not change anyway.
+
+The last term holds each direction's step inside the joint bounds' box, the selectively damped
+least squares of Buss & Kim (2005): where the level's step along vᵢ, |cᵢ| / sᵢ, is larger than
+the room hᵢ the joint bounds leave that way from x₀ (the box's support), μᵢ² = sᵢ |cᵢ| / hᵢ − sᵢ²
+damps it to exactly hᵢ, towards no motion (not towards q̈_ref: a direction the level has full
+authority over keeps its priority); else μᵢ = 0. A step that meets every joint bound is inside
+the box's support, so where no bound binds the level is untouched. Clamped this way, a demand
+far beyond the bounds no longer makes the level's solution race along the directions the bounds
+do not yet hold, which, as a bound released or bound, stepped the command by tens of N m.
 
 Each level's problem is built by one compiled call (`level_kernel`), each stage's QP solved by
 `stage_qp` (DAQP, quadprog where DAQP finds no solution), warm-started from the rows that bound
@@ -97,6 +106,9 @@ class HardConstraints(NamedTuple):
     upper: np.ndarray  # (r,)
     equality: np.ndarray  # (r,) bool
     soft: np.ndarray | None = None  # (r,) bool
+    #: (lowest, highest) `(nv,)`: the joint rows' bounds by q̈ coordinate, ±inf where none
+    #: (the box that holds each level's steps, `level_kernel._clamps`); None: no joint rows.
+    box: tuple[np.ndarray, np.ndarray] | None = None
 
 
 class CascadeResult(NamedTuple):
@@ -198,10 +210,11 @@ def solve_cascade(
     inequality = inequalities(
         hard.rows[~equal], hard.lower[~equal], hard.upper[~equal], soft[~equal]
     )
+    box = hard.box if hard.box is not None else (np.full(nv, -np.inf), np.full(nv, np.inf))
     sets = WorkingSets(warm, inequality.lower.shape[0])
     weights = []
     for level in levels:
-        solved = _solve_level(level, freedom, inequality, reference, band, sets)
+        solved = _solve_level(level, freedom, inequality, reference, band, sets, box)
         if isinstance(solved, str):
             return CascadeResult(None, solved, weights)
         freedom, report = solved
@@ -242,6 +255,7 @@ def _solve_level(
     reference,
     band: float,
     sets: WorkingSets,
+    joint_box: tuple[np.ndarray, np.ndarray],
 ) -> tuple[Freedom, LevelWeights] | str:
     """The level's QP (the module docstring) and the freedom it leaves, or why it failed."""
     point, basis, moving = freedom
@@ -249,7 +263,7 @@ def _solve_level(
     orthonormal = basis.shape[0] == level.rows.shape[1]
     authority, hessian, gradient, unbounded, fixed, *report = level_problem(
         level.rows, level.target, level.generic_rank, point, basis, moving, reference, band,
-        orthonormal, LEVEL_TIE_BREAK, WEAK_STIFFNESS,
+        orthonormal, LEVEL_TIE_BREAK, WEAK_STIFFNESS, *joint_box,
     )  # fmt: skip
     if not authority:  # nothing this level can move: no authority, no pins
         sets.record(None)

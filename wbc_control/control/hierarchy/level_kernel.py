@@ -43,9 +43,38 @@ def _damping(values, demand, band, stiffness):  # pragma: no cover - runs compil
     return weights
 
 
+@kernel()
+def _clamps(values, demand, directions, low, high):  # pragma: no cover - runs compiled
+    """μᵢ² per direction: the damping towards no motion that keeps its step in the joint box.
+
+    Selectively damped least squares (Buss & Kim 2005, sec 3): the level's own step along the
+    joint-space direction wᵢ (a row of `directions`), cᵢ / sᵢ, is held to the largest step the
+    joint bounds allow that way from x₀, hᵢ = max wᵢᵀ d over low ≤ d ≤ high (the box's support,
+    in the direction of cᵢ's sign). Where |cᵢ| / sᵢ > hᵢ, μᵢ² = sᵢ |cᵢ| / hᵢ − sᵢ² makes
+    sᵢ cᵢ / (sᵢ² + μᵢ²) = ±hᵢ; else μᵢ² = 0. A step inside every bound is inside the box's
+    support, so where no bound binds the level is untouched (the equality case holds).
+    """
+    out = np.zeros(values.shape[0])
+    for i in range(values.shape[0]):
+        if not values[i] > 0.0:
+            continue
+        sign = 1.0 if demand[i] >= 0.0 else -1.0
+        reach = 0.0
+        for j in range(directions.shape[1]):
+            along = sign * directions[i, j]
+            if along > 0.0:
+                reach += along * high[j]
+            elif along < 0.0:
+                reach += along * low[j]
+        if reach > 0.0 and abs(demand[i]) > values[i] * reach:
+            out[i] = values[i] * abs(demand[i]) / reach - values[i] * values[i]
+    return out
+
+
 @kernel(
     LEVEL_PROBLEM(
-        MATRIX, VECTOR, int64, VECTOR, MATRIX, int64, VECTOR, float64, boolean, float64, float64
+        MATRIX, VECTOR, int64, VECTOR, MATRIX, int64, VECTOR, float64, boolean, float64, float64,
+        VECTOR, VECTOR,
     ),
     any_layout=True,
 )  # fmt: skip
@@ -61,6 +90,8 @@ def level_problem(
     orthonormal,
     tie_break,
     stiffness,
+    lowest,
+    highest,
 ):  # pragma: no cover - runs compiled
     """(authority, H, g, z*, fixed, directions, weak, condition, regularisation) of a level.
 
@@ -75,8 +106,11 @@ def level_problem(
     R Z z − (T − R x₀) and λᵢ (vᵢᵀ Z z − vᵢᵀ (q̈_ref − x₀)); H = DᵀD + t s₀² F Fᵀ, g = −Dᵀ b,
     z* = −H⁻¹ g, the least-norm least-squares step (the least-squares solution where the
     Cholesky factor fails). `authority` is False where the level can move nothing; the rest is
-    then empty. The report: the level's generic directions, how many are weak, s_max / s_min
-    over them (inf: one lost), the largest λᵢ² / s_max².
+    then empty. A direction whose step would leave the joint box [`lowest`, `highest`] (per q̈
+    coordinate, ±inf where unbounded) is damped towards x₀ besides (`_clamps`: μᵢ (vᵢᵀ Z z) in
+    D z − b). The report: the level's generic directions, how many are weak (in the band;
+    clamped ones are not counted), s_max / s_min over them (inf: one lost), the largest
+    λᵢ² / s_max².
     """
     nv, count, size = rows.shape[1], rows.shape[0], basis.shape[1]
     joints = np.ascontiguousarray(basis[:nv, :moving])
@@ -96,34 +130,49 @@ def level_problem(
         basis_q, _ = np.linalg.qr(joints)
         left_q, values, right = np.linalg.svd(level_rows.dot(basis_q), False)
     directions_count = min(generic_rank, values.shape[0])
-    weak_count, condition, regularisation = 0, math.inf, 0.0
+    weak_count, damped_count, condition, regularisation = 0, 0, math.inf, 0.0
     weights = np.zeros(0)
-    weak_rows = np.zeros((0, nv))
+    shares = np.zeros(0)
+    damped_rows = np.zeros((0, nv))
     residual = target - level_rows.dot(np.ascontiguousarray(point[:nv]))
     if directions_count > 0 and values[0] > 0.0:
         largest = values[0]
         demand = np.ascontiguousarray(left_q[:, :directions_count]).T.dot(residual)
-        weights = _damping(values[:directions_count], demand, band, stiffness)
-        weak = np.flatnonzero(weights > 0.0)
-        weak_count = weak.shape[0]
-        weak_rows = np.ascontiguousarray(right[weak]).dot(np.ascontiguousarray(basis_q.T))
-        weights = weights[weak]
+        towards_reference = _damping(values[:directions_count], demand, band, stiffness)
+        directions = np.ascontiguousarray(right[:directions_count]).dot(
+            np.ascontiguousarray(basis_q.T)
+        )
+        towards_none = _clamps(
+            values[:directions_count], demand, directions, lowest - point[:nv],
+            highest - point[:nv],
+        )  # fmt: skip
+        weights = towards_reference + towards_none
+        shares = np.zeros(directions_count)  # of the damping that pulls towards q̈_ref
+        for i in range(directions_count):
+            if weights[i] > 0.0:
+                shares[i] = towards_reference[i] / weights[i]
+        damped = np.flatnonzero(weights > 0.0)
+        damped_count = damped.shape[0]
+        damped_rows = np.ascontiguousarray(right[damped]).dot(np.ascontiguousarray(basis_q.T))
+        weights = weights[damped]
+        shares = shares[damped]
+        weak_count = int((towards_reference > 0.0).sum())
         smallest = values[directions_count - 1]
         condition = largest / smallest if smallest > 0.0 else math.inf
-        regularisation = weights.max() / largest**2 if weak_count else 0.0
+        regularisation = towards_reference.max() / largest**2 if weak_count else 0.0
     else:
         directions_count = 0
-    design = np.zeros((count + weak_count, size))
+    design = np.zeros((count + damped_count, size))
     design[:count, :moving] = reduced
-    goal = np.empty(count + weak_count)
+    goal = np.empty(count + damped_count)
     goal[:count] = residual
-    if weak_count:
+    if damped_count:
         root = np.sqrt(weights)
-        along = weak_rows.dot(joints)
-        aims = weak_rows.dot(np.ascontiguousarray(reference - point[:nv]))
-        for i in range(weak_count):
+        along = damped_rows.dot(joints)
+        aims = damped_rows.dot(np.ascontiguousarray(reference - point[:nv]))
+        for i in range(damped_count):
             design[count + i, :moving] = root[i] * along[i]
-            goal[count + i] = root[i] * aims[i]
+            goal[count + i] = root[i] * shares[i] * aims[i]
     hessian = design.T.dot(design)
     gradient = -design.T.dot(goal)
     curvature = tie_break * singular[0] ** 2

@@ -231,6 +231,9 @@ class StackProblem:
         if limited is not None:
             lower[layout.joints] = bounds[0][limited]
             upper[layout.joints] = bounds[1][limited]
+            lowest, highest = layout.hard.box
+            lowest[layout.joint_columns] = lower[layout.joints]
+            highest[layout.joint_columns] = upper[layout.joints]
         return layout.hard, layout.joint_flags
 
     def _hard_layout(self, key, finite, limited, contacts: bool) -> 'HardLayout':
@@ -259,12 +262,17 @@ class StackProblem:
         lower[friction] = lower[pressure] = -np.inf
         upper[friction] = upper[pressure] = 0.0
         joint_flags = np.zeros(total, dtype=bool)
+        box, joint_columns = None, self._actuated[:0]
         if limited is not None:
-            rows[joints][np.arange(sizes[5]), self._actuated[limited]] = 1.0
+            joint_columns = self._actuated[limited]
+            rows[joints][np.arange(sizes[5]), joint_columns] = 1.0
             joint_flags[joints] = True
-        hard = HardConstraints(rows, lower, upper, equality)
+            box = (np.full(nv, -np.inf), np.full(nv, np.inf))
+        hard = HardConstraints(rows, lower, upper, equality, None, box)
         columns = self._actuated[finite]
-        return HardLayout(key, hard, joint_flags, torque, columns, contact, base, pressure, joints)
+        return HardLayout(
+            key, hard, joint_flags, torque, columns, contact, base, pressure, joints, joint_columns
+        )
 
 
 class HardLayout(NamedTuple):
@@ -279,6 +287,7 @@ class HardLayout(NamedTuple):
     base: slice
     pressure: slice
     joints: slice
+    joint_columns: np.ndarray  # the q̈ coordinate of each joint-bound row
 
 
 def mobility_inverse(state: RobotState) -> np.ndarray:
