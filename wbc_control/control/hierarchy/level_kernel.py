@@ -153,7 +153,7 @@ def level_problem(
                 shares[i] = towards_reference[i] / weights[i]
         damped = np.flatnonzero(weights > 0.0)
         damped_count = damped.shape[0]
-        damped_rows = np.ascontiguousarray(right[damped]).dot(np.ascontiguousarray(basis_q.T))
+        damped_rows = np.ascontiguousarray(directions[damped])
         weights = weights[damped]
         shares = shares[damped]
         weak_count = int((towards_reference > 0.0).sum())
