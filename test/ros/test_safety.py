@@ -269,3 +269,31 @@ def test_a_joint_past_its_limit_wall_is_held_and_reported(controllers):
         panda.states.publish(joint_state(positions=beyond))
         panda.probe.spin_until(reported, 0.05)
     assert reported(), panda.statuses.get('torques')
+
+
+def test_a_restart_far_from_the_posture_homes_first_and_says_so(controllers):
+    """The shipped homing_tolerance (0.5 rad) through the node: /diagnostics shows homing.
+
+    The joint states stop until the watchdog sends the safe command (a stale period), resume
+    with the arm 0.6-1.0 rad from its posture at four joints: homing; back at the posture:
+    homing over.
+    """
+    panda = controllers['panda'].wait_ready()
+    panda.answer(joint_state, task_torque)
+    panda.commands.clear()
+    safe = panda.probe.spin_until(
+        lambda: any(not task_torque(c) for _, c in panda.commands), WAIT_S
+    )
+    assert safe, 'no safe command after the joint states stopped'
+    far = READY + np.array([0.6, -0.7, 0.0, 0.8, -1.0, 0.0, 0.0, 0.0, 0.0])
+
+    def homing(expected: str) -> Callable[[], bool]:
+        return lambda: panda.statuses.get('tasks', {}).get('homing') == expected
+
+    for positions, expected in ((far, 'True'), (READY, 'False')):
+        deadline = time.monotonic() + WAIT_S
+        while not homing(expected)() and time.monotonic() < deadline:
+            panda.states.publish(joint_state(positions=positions))
+            panda.probe.spin_until(homing(expected), 0.05)
+        assert homing(expected)(), panda.statuses.get('tasks')
+    assert 'homing' not in panda.statuses['tasks']['message']

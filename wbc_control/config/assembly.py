@@ -18,6 +18,8 @@ from wbc_control.control.contact.contacts import Contact
 from wbc_control.control.loop.command_output import CommandOutput
 from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.control.switching.homing import Homing
+from wbc_control.exceptions import InvalidValue
 from wbc_control.inputs.joint_states import JointStateDecoder
 from wbc_control.inputs.odometry import OdometryDecoder, StatePairing
 from wbc_control.model.robot_model import RobotModel
@@ -74,6 +76,34 @@ def build_loop(
         soft_stop_time=settings.soft_stop_time,
         active=active,
         payload=settings.payload,
+        homing=build_homing(robot, settings, entries),
+    )
+
+
+def build_homing(
+    robot: RobotModel, settings: ControllerSettings, entries: Sequence[TaskEntry]
+) -> Homing | None:
+    """The homing rule of `homing_tolerance` (None where 0: no homing).
+
+    Raises:
+        InvalidValue: homing without a joint_posture task, or a bad timeout.
+    """
+    if settings.homing_tolerance == 0.0:
+        return None
+    postures = [e for e in entries if getattr(e.task, 'TYPE', None) == 'joint_posture']
+    if not postures:
+        raise InvalidValue(
+            'homing_tolerance: homing needs a joint_posture task, whose target is home '
+            '(or set homing_tolerance: 0.0)'
+        )
+    homes = {e.name for e in postures}
+    return Homing(
+        settings.homing_tolerance,
+        settings.homing_timeout,
+        [e.task for e in postures],
+        frozenset(e.name for e in entries if e.name not in homes),
+        settings.command_index,
+        robot.joint_names,
     )
 
 

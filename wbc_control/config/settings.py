@@ -50,6 +50,8 @@ _REAL_SETTINGS = (
     'velocity_factor',
     'soft_start_time',
     'soft_stop_time',
+    'homing_tolerance',
+    'homing_timeout',
     'joint_limit_margin',
     'joint_limit_response',
     'contact_transition_time',
@@ -87,6 +89,9 @@ class ControllerSettings:
         velocity_factor: speeds above this multiple of the URDF velocity limit are rejected.
         soft_start_time: ramp from the safe command to the task torque (s); 0 = none.
         soft_stop_time: ramp from the task torque to the safe command when deactivated (s).
+        homing_tolerance, homing_timeout: the posture first after a (re)start farther than
+            the tolerance from it, for at most the timeout (s); tolerance 0 = no homing
+            (:mod:`~wbc_control.control.switching.homing`).
         joint_limits: enforce the URDF position and velocity limits.
         joint_limit_margin, joint_limit_response: where the joints stop and how fast their
             speed is brought under its ceiling
@@ -120,6 +125,8 @@ class ControllerSettings:
     velocity_factor: float
     soft_start_time: float
     soft_stop_time: float
+    homing_tolerance: float
+    homing_timeout: float
     joint_limits: bool
     joint_limit_margin: float
     joint_limit_response: float

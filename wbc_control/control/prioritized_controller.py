@@ -174,6 +174,15 @@ class PrioritizedController:
         if not active:
             self.task(name).integral.reset()
 
+    def hold_off(self, names: frozenset[str]) -> None:
+        """Hold these tasks off whatever `set_active` said (homing; empty: none), faded as it.
+
+        A task held off has its integral term reset.
+        """
+        self.stacks.hold_off(names)
+        for name in names:
+            self.task(name).integral.reset()
+
     @property
     def integrating(self) -> bool:
         """Whether a task has integral action (K_i ≠ 0)."""

@@ -40,6 +40,8 @@ class CommandOutput:
             logger.info(
                 f'task {name}: no target configured, holding the measured {target.round(4)}'
             )
+        if outcome.homing:
+            logger.info(outcome.homing)
         if outcome.error:
             self._throttled.error('tick', outcome.error)
         new_bug = outcome.bug is not None and outcome.error not in self._traced

@@ -85,8 +85,9 @@ def controller_checks(
     )
     clipping = checks.clipping_tasks(loop.controller, statistics)
     out_of_reach = checks.out_of_reach_tasks(loop.controller)
+    homing = loop.homing is not None and loop.homing.active
     found = {
-        'tasks': checks.tasks_check(statistics, clipping, out_of_reach),
+        'tasks': checks.tasks_check(statistics, clipping, out_of_reach, homing),
         'inputs': checks.inputs_check(statistics, inputs),
         'torques': checks.torques_check(statistics, robot.joint_names, settings.stale_command),
     }

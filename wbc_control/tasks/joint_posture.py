@@ -184,6 +184,10 @@ class JointPostureTask(Task):
             current = np.full(self.dim, np.nan)
         return merge_posture_target(robot, current, names, positions)
 
+    def position_error(self, state: RobotState) -> np.ndarray:
+        """The error e = q_ref ⊖ q of the module docstring per actuated joint, `(n_act,)`."""
+        return pin.difference(self.robot.model, state.q, self._reference[0])[self._v_index]
+
     def compute(self, state: RobotState) -> TaskTerms:
         """Task terms in new arrays, but the shared read-only Jacobian S and zero drift."""
         terms = TaskTerms(self._jacobian, self._drift, *(np.empty(self.dim) for _ in range(3)))

@@ -83,8 +83,11 @@ def tasks_check(
     statistics: TickStatistics,
     clipping: Sequence[str] = (),
     out_of_reach: Mapping[str, str] | None = None,
+    homing: bool = False,
 ) -> Check:
     """Per-task errors and each level's conditioning; WARN on a singularity, clipping, reach.
+
+    `homing`: the tasks but the posture are held off (`control.switching.homing`).
 
     The reach is `out_of_reach_tasks`'. A level with directions lost to a singularity (the
     exact singularity included: counted against the level's generic rank) or damped is named
@@ -95,6 +98,7 @@ def tasks_check(
     values: dict[str, object] = {
         'clipping_tasks': ','.join(clipping),
         'out_of_reach_tasks': ','.join(out_of_reach),
+        'homing': homing,
     }
     if result is not None:
         values |= {f'{task.name}.error_norm': task.error_norm for task in result.tasks}
@@ -123,6 +127,8 @@ def tasks_check(
     if problems:
         return Check(Severity.WARN, '; '.join(problems), values)
     summary = f'{len(result.tasks)} task(s) on {len(result.levels)} level(s), well conditioned'
+    if homing:
+        summary += '; homing: the other tasks wait for the posture'
     if result.transition.switching:
         summary += f'; switching {result.transition.switching}'
     return Check(Severity.OK, summary, values)

@@ -16,6 +16,11 @@ acceleration ẍ* is scaled by the ramp's α inside the controller, and the leve
 from the first tick, so that a joint that fell into its limit while the controller was down is
 braked and pulled back at once (blending the torque would have weakened the level too).
 
+With `homing_tolerance` set, the same events check whether a commanded joint is far from its
+posture target; if so the other tasks wait for the posture
+(:mod:`~wbc_control.control.switching.homing`), and tasks without a target take it where
+homing ended.
+
 A managed controller (the ROS 2 node lifecycle) starts and stops commanding through
 :meth:`ControllerLoop.activate` and :meth:`ControllerLoop.deactivate` (:class:`Mode`). Activating
 starts over as after start-up: the next state ticks with the soft start, the watchdog gives it
@@ -46,6 +51,7 @@ from wbc_control.control.loop.payload_ramp import PayloadRamp
 from wbc_control.control.loop.soft_start import SoftStart, SoftStop
 from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import ControllerResult, PrioritizedController
+from wbc_control.control.switching.homing import Homing
 from wbc_control.exceptions import WbcError
 from wbc_control.inputs.timing import Watchdog
 from wbc_control.model.payload import NO_PAYLOAD, Payload
@@ -71,6 +77,7 @@ class TickOutcome(NamedTuple):
     # (which would tie this tick's locals into a reference cycle), else None.
     bug: traceback.TracebackException | None = None
     stopped: bool = False  # the soft stop's last command: nothing is sent after it
+    homing: str = ''  # homing began or ended at this tick (`control.switching.homing`)
 
     @property
     def trace(self) -> str:
@@ -104,6 +111,8 @@ class ControllerLoop:
             deactivated; 0: the safe command at the next tick.
         active: command from the first state (else from :meth:`activate` on).
         payload: the payload the model carries from the start.
+        homing: the posture first after a (re)start far from it (`control.switching.homing`);
+            None: no homing.
     """
 
     def __init__(
@@ -117,6 +126,7 @@ class ControllerLoop:
         soft_stop_time: float = 0.0,
         active: bool = True,
         payload: Payload = NO_PAYLOAD,
+        homing: Homing | None = None,
     ) -> None:
         robot = controller.robot
         self.controller, self.output = controller, output
@@ -124,6 +134,7 @@ class ControllerLoop:
         self._watchdog = Watchdog(timeout, wall_timeout)
         self.soft_start = SoftStart(soft_start_time)
         self.soft_stop = SoftStop(soft_stop_time)
+        self.homing = homing
         self.mode = Mode.ACTIVE if active else Mode.INACTIVE
         self.payload = PayloadRamp(robot, soft_start_time, payload)
         self.state = RobotState(robot)
@@ -152,8 +163,8 @@ class ControllerLoop:
         resumed, self.stale, self.last_state_s = self.stale, False, now_s
         self._watchdog.feed(now_s, time.monotonic() if wall_s is None else wall_s)
         if resumed:
-            self.soft_start.restart()
-        robot, result, held, error, bug = self.controller.robot, None, (), '', None
+            self._restart_ramps()
+        robot, result, held, error, bug, homed = self.controller.robot, None, (), '', None, ''
         stopping = self.mode is Mode.STOPPING
         beta = self.soft_stop.fraction(now_s) if stopping else 1.0
         held_back = False  # the rate limit held the command back from what it asked
@@ -163,6 +174,7 @@ class ControllerLoop:
             robot.velocity(velocities, base_twist, out=self._v)
             self.state.update(self._q, self._v)
             self.has_state = True
+            homed = self._home(now_s)
             held = tuple(self._hold_pending_targets())
             alpha = self.soft_start.fraction(now_s)
             task_ramp, blend = self._ramp(alpha)
@@ -201,12 +213,30 @@ class ControllerLoop:
         stopped = stopping and (bool(error) or (beta == 0.0 and not held_back))
         if stopped:
             self.mode = Mode.INACTIVE
-        return TickOutcome(torque, error, held, resumed, bug, stopped)
+        return TickOutcome(torque, error, held, resumed, bug, stopped, homed)
+
+    def _home(self, now_s: float) -> str:
+        """Homing's rule at this tick: the other tasks held off or back; what changed."""
+        if self.homing is None:
+            return ''
+        was = self.homing.active
+        event = self.homing.update(self.state, now_s)
+        if self.homing.active != was:
+            self.controller.hold_off(self.homing.others if self.homing.active else frozenset())
+        return event
 
     def _hold_pending_targets(self):
+        """Tasks without a target take the measured one, once in force (not while homing)."""
+        waiting = self.homing.others if self.homing is not None and self.homing.active else ()
         for entry in self.controller.entries:
-            if entry.task.target_pending:
+            if entry.task.target_pending and entry.name not in waiting:
                 yield entry.name, entry.task.set_target_from_state(self.state)
+
+    def _restart_ramps(self) -> None:
+        """The soft start from the next tick, which checks homing again."""
+        self.soft_start.restart()
+        if self.homing is not None:
+            self.homing.restart()
 
     def _ramp(self, alpha: float) -> tuple[float, tuple[float, np.ndarray] | None]:
         """The soft start's (task ramp, torque blend) at its fraction α.
@@ -248,7 +278,7 @@ class ControllerLoop:
         """
         self.mode = Mode.ACTIVE
         self._watchdog.rearm()
-        self.soft_start.restart()
+        self._restart_ramps()
         self.output.limiter.reset()
         self.has_state = self.stale = False
         self.last_state_s = self.last_command_s = None
@@ -280,7 +310,7 @@ class ControllerLoop:
         if self.mode is Mode.INACTIVE:
             return
         self._watchdog.reset()
-        self.soft_start.restart()
+        self._restart_ramps()
         self.last_state_s = None
         self.stale = True
 

@@ -167,6 +167,8 @@ class Stacks:
         self.weights = {entry.name: float(entry.weight) for entry in entries}
         self.known_contacts = {contact.frame: contact for contact in contacts}
         inactive = frozenset(entry.name for entry in entries if not entry.active)
+        self._switched_off = inactive  # by `set_active`
+        self._held_off: frozenset[str] = frozenset()  # by `hold_off` (homing)
         key = StackKey(tuple(self.known_contacts), inactive)
         self.switching = StackSwitcher(key, *transition_times)
         self._stacks: dict[StackKey, tuple[Stack, tuple[np.ndarray, ...]]] = {}
@@ -204,15 +206,31 @@ class Stacks:
         """Whether task `name` is on, or being switched on (KeyError if unknown)."""
         if name not in self.weights:
             raise KeyError(name)
-        return name not in self.switching.requested.inactive
+        return name not in self._switched_off
 
     def set_active(self, name: str, active: bool) -> None:
         """Request task `name` on or off (KeyError if unknown)."""
         if name not in self.weights:
             raise KeyError(name)
-        inactive = self.switching.requested.inactive
-        inactive = inactive - {name} if active else inactive | {name}
-        self._request(self.switching.requested._replace(inactive=frozenset(inactive)))
+        off = self._switched_off
+        self._switched_off = off - {name} if active else off | {name}
+        self._request_inactive()
+
+    def hold_off(self, names: frozenset[str]) -> None:
+        """Hold these tasks off whatever their `active` flags (homing); empty: none.
+
+        Each fades out or back in as `set_active` would switch it; `active` keeps reporting
+        the flags, which take effect again once a task is no longer held off.
+        """
+        unknown = sorted(names - set(self.weights))
+        if unknown:
+            raise KeyError(', '.join(unknown))
+        self._held_off = frozenset(names)
+        self._request_inactive()
+
+    def _request_inactive(self) -> None:
+        inactive = self._switched_off | self._held_off
+        self._request(self.switching.requested._replace(inactive=inactive))
 
     def set_contacts(self, contacts: Sequence[Contact]) -> None:
         """Request these contacts (in this order).
