@@ -2,10 +2,11 @@
 
 `test/sim/test_edges.py` holds six chosen targets; this draws `--targets` more (a Panda and a
 UR5 in turn, 1.0-1.6 m from the base at any azimuth, 0-1.2 m high), runs each 6 s on MuJoCo in
-lock-step with and without `torque_rate_limit` (the test's `run`: shipped Panda settings
-without `max_error`; the UR5 with a hand and a posture task) and prints what each run did and
-the counts the test's rule passes (at rest: every joint below 0.02 rad/s over the last second;
-no command step above 5 % of the largest effort limit after 0.5 s):
+lock-step with and without `torque_rate_limit` (`test/edge_runs.py`'s `run`, the test's:
+shipped Panda settings without `max_error`; the UR5 with a hand and a posture task) and prints
+what each run did and the counts the test's rule passes (at rest: every joint below
+0.02 rad/s over the last second; no command step above 5 % of the largest effort limit after
+0.5 s):
 
     OPENBLAS_NUM_THREADS=1 python dev/out_of_reach_sweep.py --targets 16 --seed 1
 """
@@ -17,8 +18,8 @@ import sys
 import numpy as np
 
 TESTS = Path(__file__).resolve().parents[1] / 'test'
-sys.path[:0] = [str(TESTS), str(TESTS / 'sim')]
-import test_edges as edges  # noqa: E402  (the closed-loop run of the tests, not installed)
+sys.path[:0] = [str(TESTS)]
+import edge_runs as edges  # noqa: E402  (the tests' closed-loop run, not installed)
 
 
 def random_target(rng: np.random.Generator) -> list[float]:

@@ -8,10 +8,9 @@ import json
 import math
 import os
 from pathlib import Path
-import subprocess
-import sys
 import time
 
+from dev_scripts import run_dev_script
 import numpy as np
 import pytest
 import yaml
@@ -418,14 +417,8 @@ def test_the_tick_profile_splits_all_the_time_by_module():
     The recursion's compiled level kernel (task inertia included) is no Python function: its
     time counts for prioritized_controller.py, which calls it.
     """
-    done = subprocess.run(
-        [sys.executable, str(REPO / 'dev' / 'profile_tick.py'), '--ticks', '50'],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    rows = [line.split() for line in done.stdout.splitlines()[1:]]
+    output = run_dev_script('profile_tick.py', '--ticks', '50', timeout=300)
+    rows = [line.split() for line in output.splitlines()[1:]]
     shares = {row[0]: [float(cell.rstrip('%')) for cell in row[1:]] for row in rows}
     assert 'wbc_control/control/prioritized_controller.py' in shares
     for column in range(2):
