@@ -13,6 +13,7 @@ from robots import robot, shipped_parameters
 
 from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
 from wbc_control.config.assembly import build_loop
+from wbc_control.config.settings import parse_contacts
 from wbc_control.control.loop.controller_checks import tasks_check
 from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
@@ -230,3 +231,14 @@ def test_the_tasks_check_reports_homing():
     statistics = TickStatistics(9, 0.0)
     assert tasks_check(statistics).values['homing'] is False
     assert tasks_check(statistics, homing=True).values['homing'] is True
+
+
+def test_homing_is_refused_on_a_floating_base():
+    talos = robot('talos')
+    parameters = copy.deepcopy(shipped_parameters('talos_controller'))
+    parameters['homing_tolerance'] = 0.5
+    settings = parse_controller_settings(talos, parameters)
+    specs = parse_tasks(talos, parameters['task_names'], parameters['tasks'])
+    contacts = parse_contacts(talos, parameters['contacts'], parameters['contact_types'])
+    with pytest.raises(InvalidValue, match='homing_tolerance.*floating base'):
+        build_loop(talos, settings, build_entries(talos, specs), contacts, 1.0)

@@ -86,10 +86,16 @@ def build_homing(
     """The homing rule of `homing_tolerance` (None where 0: no homing).
 
     Raises:
-        InvalidValue: homing without a joint_posture task, or a bad timeout.
+        InvalidValue: homing on a floating base (the posture alone would not keep it
+            standing), without a joint_posture task, or a bad timeout.
     """
     if settings.homing_tolerance == 0.0:
         return None
+    if robot.floating_base:
+        raise InvalidValue(
+            'homing_tolerance: homing holds every task but the posture off, which would let a '
+            'floating base fall; it is for fixed-base robots (set homing_tolerance: 0.0)'
+        )
     postures = [e for e in entries if getattr(e.task, 'TYPE', None) == 'joint_posture']
     if not postures:
         raise InvalidValue(
