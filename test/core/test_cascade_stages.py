@@ -406,3 +406,56 @@ def test_the_working_sets_are_kept_per_stage_and_only_over_the_same_rows():
     assert sets.guess() is None  # over 2 rows, not these 3
     sets.record(None)
     assert sets.guess() is None  # beyond the stages of the previous tick
+
+
+@pytest.mark.parametrize(('fraction', 'authority'), [(1e-13, False), (1e-10, True)])
+def test_a_level_whose_rows_the_freedom_leaves_only_rounding_of_has_no_authority(
+    fraction, authority
+):
+    """Rows orthogonal to the freedom but for `fraction` of their norm (NO_AUTHORITY: 1e-12)."""
+    rows, target, rank, point, basis, moving, reference = level_case(3, 0, False)
+    joints = basis[:, :moving]
+    outside = rows - rows.dot(joints).dot(joints.T)
+    inside = np.random.default_rng(4).standard_normal(moving).dot(joints.T)
+    scale = fraction * np.linalg.norm(outside) / np.linalg.norm(inside)
+    found, *_, fixed, _, _, _, _ = level_problem(
+        outside + scale * inside, target, rank, point, basis, moving, reference, 0.03, True,
+        1e-3, 1e4, np.full(rows.shape[1], -np.inf), np.full(rows.shape[1], np.inf),
+    )  # fmt: skip
+    assert found == authority
+    # With authority it sets its generic directions (the lost ones too), else pins nothing.
+    assert fixed.shape == ((moving, moving - rank) if authority else (0, 0))
+
+
+def cascade_over_x1(fixed_by_equality: bool) -> np.ndarray:
+    """The solution of ℝ³ where x₀ = 0.5 (an equality or a first level), then x₁ = 1 (a level).
+
+    The inequality x₀ + 10⁻³ x₁ ≤ 0.5 + 2·10⁻⁴ (x₁ ≤ 0.2 once x₀ = 0.5) has 10⁻³ of its norm
+    in what x₀ = 0.5 leaves free, below `DEGENERATE`.
+    """
+    row = np.array([1.0, 1e-3, 0.0])
+    rows = np.vstack([[1.0, 0.0, 0.0], row]) if fixed_by_equality else row[None]
+    value = 0.5 + 2e-4
+    hard = cascade.HardConstraints(
+        rows,
+        np.array([0.5, -np.inf]) if fixed_by_equality else np.array([-np.inf]),
+        np.array([0.5, value]) if fixed_by_equality else np.array([value]),
+        np.array([True, False]) if fixed_by_equality else np.array([False]),
+    )
+    levels = [cascade.LevelRows(np.array([[0.0, 1.0, 0.0]]), np.array([1.0]), 1)]
+    if not fixed_by_equality:
+        levels.insert(0, cascade.LevelRows(np.array([[1.0, 0.0, 0.0]]), np.array([0.5]), 1))
+    metric = np.diag([1.0, 2.0, 3.0])
+    result = cascade.solve_cascade(levels, hard, metric, np.zeros(3), 0.03)
+    assert result.status == ''
+    return result.solution
+
+
+def test_a_row_the_equalities_take_most_of_stays_hard_one_the_levels_above_do_is_soft():
+    """The degenerate ratio is measured in the equalities' freedom: they hold exactly."""
+    held = cascade_over_x1(fixed_by_equality=True)
+    assert held[0] == pytest.approx(0.5, abs=1e-12)
+    assert held[1] == pytest.approx(0.2, abs=1e-9)  # the row holds: hard
+    given = cascade_over_x1(fixed_by_equality=False)
+    assert given[0] == pytest.approx(0.5, abs=1e-9)
+    assert 0.2 + 1e-3 < given[1] < 1.0  # soft: the level's x₁ = 1 pulls it past its bound

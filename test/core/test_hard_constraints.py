@@ -3,11 +3,14 @@
 `StackProblem.hard_constraints` writes each tick's rows into buffers laid out once for each
 choice of rows (which torque ranges and joint bounds are finite, whether there are contacts);
 here every row, bound and flag equals the textbook stacking of the cascade's blocks
-(`wbc_control.control.hierarchy.cascade`), from tick to tick and across a change of layout.
+(`wbc_control.control.hierarchy.cascade`), from tick to tick and across a change of layout,
+with the cone rows of a contact that admit no force but zero as the equalities C f = 0 (a
+linear program's verdict here).
 """
 
 import numpy as np
 from robots import random_state, robot
+from scipy.optimize import linprog
 
 from wbc_control.control.constraints.centre_of_pressure import centre_of_pressure_rows
 from wbc_control.control.constraints.joint_limits import JointLimits
@@ -36,6 +39,30 @@ def talos_controller() -> PrioritizedController:
         sole_size=SOLE,
         friction_coefficient=0.6,
     )
+
+
+def shut(cone: np.ndarray) -> bool:
+    """Whether C f ≤ 0 admits only f = 0: the largest ±f_j over it and the unit box are all 0."""
+    size = cone.shape[1]
+    reach = [
+        -linprog(
+            -sign * np.eye(size)[j], A_ub=cone, b_ub=np.zeros(cone.shape[0]),
+            bounds=[(-1.0, 1.0)] * size, method='highs',
+        ).fun
+        for j in range(size)
+        for sign in (1.0, -1.0)
+    ]  # fmt: skip
+    return max(reach) < 1e-9
+
+
+def closed_cones(controller, friction, pressure):
+    """Per contact (`controller.contacts`, all surface ones): its cone rows and whether shut."""
+    cones = []
+    for k in range(len(controller.contacts)):
+        columns = slice(6 * k, 6 * k + 6)
+        rows = np.vstack([friction[5 * k : 5 * k + 5], pressure[12 * k : 12 * k + 12]])
+        cones.append(shut(rows[:, columns]))
+    return cones
 
 
 def stacked(controller, state, constraint, bounds, window):
@@ -70,13 +97,22 @@ def stacked(controller, state, constraint, bounds, window):
     sizes = [b[1].shape[0] for b in blocks]
     joints = np.zeros(sum(sizes), dtype=bool)
     joints[sum(sizes[:-1]) :] = True
+    lower = np.concatenate([b[1] for b in blocks])
+    equality = np.concatenate([np.full(size, b[3]) for size, b in zip(sizes, blocks)])
+    friction_start, pressure_start = sum(sizes[:3]), sum(sizes[:4])
+    shuts = closed_cones(controller, problem.friction, pressure)
+    for k, closed in enumerate(shuts):
+        cone = np.r_[friction_start + 5 * k : friction_start + 5 * k + 5,
+                     pressure_start + 12 * k : pressure_start + 12 * k + 12]  # fmt: skip
+        equality[cone] = closed
+        lower[cone] = 0.0 if closed else -np.inf
     return (
         np.vstack([b[0] for b in blocks]),
-        np.concatenate([b[1] for b in blocks]),
+        lower,
         np.concatenate([b[2] for b in blocks]),
-        np.concatenate([np.full(size, b[3]) for size, b in zip(sizes, blocks)]),
+        equality,
         joints,
-    )
+    ), shuts
 
 
 def hard_rows(controller, state, window, unlimited=()):
@@ -89,8 +125,8 @@ def hard_rows(controller, state, window, unlimited=()):
     for joint in unlimited:
         bounds[0][joint], bounds[1][joint] = -np.inf, np.inf
     hard, joints = controller._problem.hard_constraints(state, constraint, bounds, window)
-    expected = stacked(controller, state, constraint, bounds, window)
-    return (hard.rows, hard.lower, hard.upper, hard.equality, joints), expected
+    expected, shuts = stacked(controller, state, constraint, bounds, window)
+    return (hard.rows, hard.lower, hard.upper, hard.equality, joints), expected, shuts
 
 
 def test_the_hard_rows_are_the_blocks_stacked_from_tick_to_tick_and_across_layouts():
@@ -100,7 +136,7 @@ def test_the_hard_rows_are_the_blocks_stacked_from_tick_to_tick_and_across_layou
     full = (-limits, limits * 1.1)
     open_ranges = (full[0].copy(), full[1].copy())
     open_ranges[0][[3, 17]], open_ranges[1][[3, 17]] = -np.inf, np.inf
-    seen = []
+    seen, shuts = [], []
     for seed, window, unlimited in [
         (0, full, ()),
         (1, full, ()),  # the same layout: the buffers rewritten
@@ -108,10 +144,13 @@ def test_the_hard_rows_are_the_blocks_stacked_from_tick_to_tick_and_across_layou
         (3, full, (5,)),  # one joint-bound row fewer
         (4, full, ()),  # back: every block at its place again
     ]:
-        got, expected = hard_rows(controller, random_state(talos, seed, 0.3), window, unlimited)
+        state = random_state(talos, seed, 0.3)
+        got, expected, closed = hard_rows(controller, state, window, unlimited)
         for part, want in zip(got, expected):
             np.testing.assert_array_equal(part, want)
         seen.append(got[0].shape[0])
+        shuts.extend(closed)
     actuated = talos.n_actuated
     assert seen[0] == seen[1] == seen[4] == actuated + 12 + 6 + 10 + 24 + actuated
     assert seen[2] == seen[0] - 2 and seen[3] == seen[0] - 1
+    assert any(shuts) and not all(shuts)  # random feet: cones shut and open both seen

@@ -208,7 +208,7 @@ def solve_cascade(
         return CascadeResult(None, 'the contact constraints are inconsistent', [])
     soft = np.zeros(equal.shape, dtype=bool) if hard.soft is None else hard.soft
     inequality = inequalities(
-        hard.rows[~equal], hard.lower[~equal], hard.upper[~equal], soft[~equal]
+        hard.rows[~equal], hard.lower[~equal], hard.upper[~equal], soft[~equal], freedom.basis
     )
     box = hard.box if hard.box is not None else (np.full(nv, -np.inf), np.full(nv, np.inf))
     sets = WorkingSets(warm, inequality.lower.shape[0])

@@ -18,6 +18,11 @@ from wbc_control.cholesky_kernel import cholesky, cholesky_solve
 from wbc_control.kernel_cache import kernel
 from wbc_control.kernel_types import C_MATRIX, C_VECTOR, MATRIX, VECTOR
 
+#: A level whose rows' largest singular value in its freedom is at or below this fraction of
+#: their norm moves nothing: what remains is the rounding of R Z where the equalities and the
+#: levels above hold every direction its rows see (a robot whose contacts take no force).
+NO_AUTHORITY = 1e-12
+
 LEVEL_PROBLEM = types.Tuple(
     (boolean, C_MATRIX, C_VECTOR, C_VECTOR, C_MATRIX, int64, int64, float64, float64)
 )
@@ -105,12 +110,12 @@ def level_problem(
     (F: `fixed` and the force-only columns; t = `tie_break`), D z − b stacking
     R Z z − (T − R x₀) and λᵢ (vᵢᵀ Z z − vᵢᵀ (q̈_ref − x₀)); H = DᵀD + t s₀² F Fᵀ, g = −Dᵀ b,
     z* = −H⁻¹ g, the least-norm least-squares step (the least-squares solution where the
-    Cholesky factor fails). `authority` is False where the level can move nothing; the rest is
-    then empty. A direction whose step would leave the joint box [`lowest`, `highest`] (per q̈
-    coordinate, ±inf where unbounded) is damped towards x₀ besides (`_clamps`: μᵢ (vᵢᵀ Z z) in
-    D z − b). The report: the level's generic directions, how many are weak (in the band;
-    clamped ones are not counted), s_max / s_min over them (inf: one lost), the largest
-    λᵢ² / s_max².
+    Cholesky factor fails). `authority` is False where the level can move nothing (s_max at
+    most `NO_AUTHORITY` ‖R‖_F); the rest is then empty. A direction whose step would leave the
+    joint box [`lowest`, `highest`] (per q̈ coordinate, ±inf where unbounded) is damped towards
+    x₀ besides (`_clamps`: μᵢ (vᵢᵀ Z z) in D z − b). The report: the level's generic
+    directions, how many are weak (in the band; clamped ones are not counted), s_max / s_min
+    over them (inf: one lost), the largest λᵢ² / s_max².
     """
     nv, count, size = rows.shape[1], rows.shape[0], basis.shape[1]
     joints = np.ascontiguousarray(basis[:nv, :moving])
@@ -121,7 +126,7 @@ def level_problem(
         return nothing
     left, singular, right_t = np.linalg.svd(reduced, True)
     rank = min(generic_rank, singular.shape[0])
-    if rank == 0 or not singular[0] > 0.0:
+    if rank == 0 or not singular[0] > NO_AUTHORITY * math.sqrt((level_rows * level_rows).sum()):
         return nothing
     fixed = np.ascontiguousarray(right_t[rank:].T)
     if orthonormal:

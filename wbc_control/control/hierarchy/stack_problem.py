@@ -18,8 +18,13 @@ from wbc_control.control.constraints.centre_of_pressure import (
     centre_of_pressure_rows,
     surface_contact_count,
 )
-from wbc_control.control.constraints.friction import friction_rows
-from wbc_control.control.contact.contacts import constraint_buffers, contact_acceleration
+from wbc_control.control.constraints.closed_cones import closed
+from wbc_control.control.constraints.friction import ROWS_PER_CONTACT, friction_rows
+from wbc_control.control.contact.contacts import (
+    ContactType,
+    constraint_buffers,
+    contact_acceleration,
+)
 from wbc_control.control.contact.load_shares import LoadShares
 from wbc_control.control.hierarchy.cascade import (
     CascadeResult,
@@ -228,6 +233,7 @@ class StackProblem:
                 lower[base] = upper[base] = -bias[: self.robot.base_nv]
             if layout.pressure.stop > layout.pressure.start:
                 rows[layout.pressure, nv:] = self._centre_of_pressure(state)
+            self._close_cones(layout)
         if limited is not None:
             lower[layout.joints] = bounds[0][limited]
             upper[layout.joints] = bounds[1][limited]
@@ -235,6 +241,19 @@ class StackProblem:
             lowest[layout.joint_columns] = lower[layout.joints]
             highest[layout.joint_columns] = upper[layout.joints]
         return layout.hard, layout.joint_flags
+
+    def _close_cones(self, layout: 'HardLayout') -> None:
+        """Each contact's cone rows as equalities C f = 0 where they admit no other force.
+
+        A cone closed to f = 0 (`closed_cones`) as inequalities is a vertex of more active rows
+        than unknowns, which the stage QPs take for an infeasible problem; as equalities it is
+        the same set, eliminated exactly with the contacts.
+        """
+        hard = layout.hard
+        for cone, columns in layout.cones:
+            shut = closed(hard.rows[cone, columns])
+            hard.equality[cone] = shut
+            hard.lower[cone] = 0.0 if shut else -np.inf
 
     def _hard_layout(self, key, finite, limited, contacts: bool) -> 'HardLayout':
         """The buffers of `hard_constraints` for one choice of rows, their constant parts set."""
@@ -270,9 +289,27 @@ class StackProblem:
             box = (np.full(nv, -np.inf), np.full(nv, np.inf))
         hard = HardConstraints(rows, lower, upper, equality, None, box)
         columns = self._actuated[finite]
+        cones = self._cone_rows(friction.start, pressure.start) if contacts else ()
         return HardLayout(
-            key, hard, joint_flags, torque, columns, contact, base, pressure, joints, joint_columns
-        )
+            key, hard, joint_flags, torque, columns, contact, base, pressure, joints,
+            joint_columns, cones,
+        )  # fmt: skip
+
+    def _cone_rows(self, friction: int, pressure: int) -> tuple:
+        """(rows, columns) per contact with cone rows: its pyramid's and sole's, its forces."""
+        cones, start = [], self.robot.nv
+        for contact in self._contacts:
+            rows = []
+            if contact.kind is not ContactType.ALONG and self.friction.shape[0]:
+                rows.extend(range(friction, friction + ROWS_PER_CONTACT))
+                friction += ROWS_PER_CONTACT
+            if contact.kind is ContactType.SURFACE and self._sole_half_size is not None:
+                rows.extend(range(pressure, pressure + ROWS_PER_SOLE))
+                pressure += ROWS_PER_SOLE
+            if rows:
+                cones.append((np.asarray(rows), slice(start, start + contact.dim)))
+            start += contact.dim
+        return tuple(cones)
 
 
 class HardLayout(NamedTuple):
@@ -288,6 +325,7 @@ class HardLayout(NamedTuple):
     pressure: slice
     joints: slice
     joint_columns: np.ndarray  # the q̈ coordinate of each joint-bound row
+    cones: tuple  # (rows, force columns) of each contact's cone rows (`_close_cones`)
 
 
 def mobility_inverse(state: RobotState) -> np.ndarray:

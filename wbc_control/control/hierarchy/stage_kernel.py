@@ -53,8 +53,9 @@ def stage_problem(
     A row i of C goes to the solver where ‖cᵢ Z‖ is above 1e-12 of the largest, scaled to
     cᵢ Z / ‖cᵢ Z‖, with the bounds (lowerᵢ − cᵢ x₀) / ‖cᵢ Z‖, (upperᵢ − cᵢ x₀) / ‖cᵢ Z‖ widened
     to 0 where x₀ meets them to `carried` (relative); the hard ones first, in order (`hard`:
-    their numbers in C). A row is soft where marked so or where its ratio ‖cᵢ Z‖ / ‖cᵢ‖ is
-    below `degenerate`; it goes twice, cᵢ z + sᵢ ≥ lowerᵢ then cᵢ z − sᵢ ≤ upperᵢ (so that at the
+    their numbers in C). A row is soft where marked so or where its ratio ‖cᵢ Z‖ / `norms`ᵢ
+    (its gradient in the hard equalities' freedom, `stage_qp.inequalities`) is below
+    `degenerate`; it goes twice, cᵢ z + sᵢ ≥ lowerᵢ then cᵢ z − sᵢ ≤ upperᵢ (so that at the
     optimum |sᵢ| is its violation, half the gap where lower > upper), and sᵢ costs
     w (min(ratio / `degenerate`, 1))² ‖cᵢ Z‖² sᵢ² in the scaled units (the factor 1 for a row
     marked soft), w = `soft_weight` times H's mean curvature. `step`: the closed-form step,

@@ -28,8 +28,8 @@ DEGENERATE_TOLERANCE = 1e-6
 #: How far a stage's solution may leave an inequality (the QP solver's rounding) and the next
 #: stage still start from it.
 CARRIED_TOLERANCE = 1e-5
-#: A row whose gradient in a stage's free directions is below this fraction of its own is
-#: soft in that stage.
+#: A row whose gradient in a stage's free directions is below this fraction of its gradient in
+#: the hard equalities' freedom is soft in that stage.
 DEGENERATE = 1e-2
 #: A soft row's slack costs this times the QP's mean curvature (squared).
 SOFT_WEIGHT = 1e4
@@ -47,12 +47,18 @@ class Inequalities(NamedTuple):
     lower: np.ndarray  # (r,), -inf where unbounded below
     upper: np.ndarray  # (r,), +inf where unbounded above
     soft: np.ndarray  # (r,) bool
-    norms: np.ndarray  # (r,) ‖row‖
+    norms: np.ndarray  # (r,) ‖row Z₀‖, its gradient in what the hard equalities leave free
 
 
-def inequalities(rows, lower, upper, soft) -> Inequalities:
-    """`Inequalities` with their row norms, computed once for every stage."""
-    return Inequalities(rows, lower, upper, soft, np.sqrt(np.einsum('ij,ij->i', rows, rows)))
+def inequalities(rows, lower, upper, soft, basis=None) -> Inequalities:
+    """`Inequalities` with their row norms in the equalities' freedom, once for every stage.
+
+    `basis`: Z₀, an orthonormal basis of what the hard equalities leave free (None: all of x).
+    A stage measures how much of a row its freedom keeps against this (`DEGENERATE`): the
+    equalities hold exactly, so what they take from a row is no rounding of the stages above.
+    """
+    reduced = rows if basis is None else rows.dot(basis)
+    return Inequalities(rows, lower, upper, soft, np.sqrt(np.einsum('ij,ij->i', reduced, reduced)))
 
 
 def solve_stage(

@@ -1,0 +1,39 @@
+"""Contact cones that admit no force but zero, told apart so that they become equalities.
+
+A contact's friction pyramid and sole rows are homogeneous, C f ≤ 0 over its own force
+components f. Where the contact frame is tilted against the world's vertical (the pyramids'
+normal, `control.constraints.friction`) far enough, no force but f = 0 meets them all: the cone
+is closed to a point. Written as inequalities, that is f = 0 as more rows than f has components,
+all active at one vertex (no linear independence of the active rows): an active-set solver
+(DAQP, quadprog) then takes the feasible problem for an infeasible one. Written as the
+equalities C f = 0 (rank: f's size) it is exact and eliminated with the other equalities.
+"""
+
+import numpy as np
+from scipy.optimize import nnls
+
+#: How far, in the rows' own norm, a certificate's combination may be from zero per unit of
+#: the rows' smallest singular value (`closed`): well below 1, where the proof holds.
+CERTIFICATE_MARGIN = 1e-6
+
+
+def closed(rows: np.ndarray) -> bool:
+    """Whether {f : rows f ≤ 0} is {0} (rows `(k, d)`), proved by a certificate.
+
+    The rows cᵢ positively span ℝᵈ exactly when they have rank d and some y > 0 has Σ yᵢ cᵢ = 0
+    (Davis 1954, "Theory of positive linear dependence", Theorem 3.6); then cᵢ f ≤ 0 for all i
+    only at f = 0. y ≥ 1 comes from the nonnegative least squares min ‖Cᵀ(1 + w)‖, w ≥ 0
+    (Lawson & Hanson 1974, ch. 23) on the rows scaled to unit norm; with r = Cᵀy its residual,
+    every f of the cone has |cᵢ f| ≤ ‖r‖ ‖f‖, so ‖C f‖ ≤ √k ‖r‖ ‖f‖ < σ_min(C) ‖f‖ forces
+    f = 0. False where that does not hold: the cone may still be closed, never wrongly taken
+    for one.
+    """
+    norms = np.sqrt(np.einsum('ij,ij->i', rows, rows))
+    if rows.shape[0] <= rows.shape[1] or not norms.min() > 0.0:
+        return False
+    unit = rows / norms[:, None]
+    smallest = np.linalg.svd(unit, compute_uv=False)[-1]
+    ones = np.ones(unit.shape[0])
+    extra, _ = nnls(unit.T, -unit.T.dot(ones))
+    residual = np.linalg.norm(unit.T.dot(ones + extra))
+    return bool(np.sqrt(unit.shape[0]) * residual < CERTIFICATE_MARGIN * smallest)
