@@ -20,20 +20,24 @@ CERTIFICATE_MARGIN = 1e-6
 def closed(rows: np.ndarray) -> bool:
     """Whether {f : rows f ≤ 0} is {0} (rows `(k, d)`), proved by a certificate.
 
-    The rows cᵢ positively span ℝᵈ exactly when they have rank d and some y > 0 has Σ yᵢ cᵢ = 0
-    (Davis 1954, "Theory of positive linear dependence", Theorem 3.6); then cᵢ f ≤ 0 for all i
-    only at f = 0. y ≥ 1 comes from the nonnegative least squares min ‖Cᵀ(1 + w)‖, w ≥ 0
-    (Lawson & Hanson 1974, ch. 23) on the rows scaled to unit norm; with r = Cᵀy its residual,
-    every f of the cone has |cᵢ f| ≤ ‖r‖ ‖f‖, so ‖C f‖ ≤ √k ‖r‖ ‖f‖ < σ_min(C) ‖f‖ forces
-    f = 0. False where that does not hold: the cone may still be closed, never wrongly taken
-    for one.
+    A point strictly inside, C d < 0, proves it is not; d = −Σ ĉᵢ (the unit rows' inward
+    mean) is one wherever the cone is wide open about it (a level sole). Else: the rows ĉᵢ
+    positively span ℝᵈ exactly when they have rank d and some y > 0 has Σ yᵢ ĉᵢ = 0 (Davis 1954,
+    "Theory of positive linear dependence", Theorem 3.6); then ĉᵢ f ≤ 0 for all i only at
+    f = 0. y = 1 + w ≥ 1 comes from the nonnegative least squares min ‖Ĉᵀ(1 + w)‖, w ≥ 0
+    (Lawson & Hanson 1974, ch. 23); with r = Ĉᵀy its residual, every f of the cone has
+    |ĉᵢ f| ≤ ‖r‖ ‖f‖, so ‖Ĉ f‖ ≤ √k ‖r‖ ‖f‖ < σ_min(Ĉ) ‖f‖ forces f = 0. False where that does
+    not hold: the cone may still be closed, never wrongly taken for one.
     """
     norms = np.sqrt(np.einsum('ij,ij->i', rows, rows))
     if rows.shape[0] <= rows.shape[1] or not norms.min() > 0.0:
         return False
     unit = rows / norms[:, None]
-    smallest = np.linalg.svd(unit, compute_uv=False)[-1]
-    ones = np.ones(unit.shape[0])
-    extra, _ = nnls(unit.T, -unit.T.dot(ones))
-    residual = np.linalg.norm(unit.T.dot(ones + extra))
-    return bool(np.sqrt(unit.shape[0]) * residual < CERTIFICATE_MARGIN * smallest)
+    inward = -unit.sum(axis=0)
+    if (unit.dot(inward) < 0.0).all():
+        return False
+    _, residual = nnls(unit.T, inward)  # ‖Ĉᵀ w − inward‖ = ‖Ĉᵀ (1 + w)‖
+    bound = np.sqrt(unit.shape[0]) * residual
+    if not bound < CERTIFICATE_MARGIN:  # σ_min(Ĉ) ≤ 1: no proof whatever it is
+        return False
+    return bool(bound < CERTIFICATE_MARGIN * np.linalg.svd(unit, compute_uv=False)[-1])
