@@ -201,15 +201,11 @@ def solve_cascade(
             again with other rows soft); None: found here.
     """
     nx, nv = metric.shape[0], reference.shape[0]
-    equal = hard.equality
     if freedom is None:
         freedom = equality_freedom(hard, nv)
     if freedom is None:
         return CascadeResult(None, 'the contact constraints are inconsistent', [])
-    soft = np.zeros(equal.shape, dtype=bool) if hard.soft is None else hard.soft
-    inequality = inequalities(
-        hard.rows[~equal], hard.lower[~equal], hard.upper[~equal], soft[~equal], freedom.basis
-    )
+    inequality = _inequality_rows(hard, freedom.basis)
     box = hard.box if hard.box is not None else (np.full(nv, -np.inf), np.full(nv, np.inf))
     sets = WorkingSets(warm, inequality.lower.shape[0])
     weights = []
@@ -237,6 +233,19 @@ def solve_cascade(
         if point is None:
             return CascadeResult(None, status, weights)
     return CascadeResult(point, '', weights, tuple(sets.found))
+
+
+def _inequality_rows(hard: HardConstraints, basis: np.ndarray) -> Inequalities:
+    """The hard rows that are not equalities, their norms in the equalities' freedom `basis`.
+
+    Without equalities they are `hard`'s rows themselves (views) and the freedom all of x.
+    """
+    equal = hard.equality
+    soft = np.zeros(equal.shape, dtype=bool) if hard.soft is None else hard.soft
+    if not equal.any():
+        return inequalities(hard.rows, hard.lower, hard.upper, soft)
+    keep = ~equal
+    return inequalities(hard.rows[keep], hard.lower[keep], hard.upper[keep], soft[keep], basis)
 
 
 def equality_freedom(hard: HardConstraints, nv: int) -> Freedom | None:
@@ -274,7 +283,10 @@ def _solve_level(
     sets.record(active)
     if step is None:
         return status
-    kept = np.hstack([basis[:, :moving].dot(fixed), basis[:, moving:]])
+    if moving == basis.shape[1]:  # no force-only columns to keep beside
+        kept = basis.dot(fixed)
+    else:
+        kept = np.hstack([basis[:, :moving].dot(fixed), basis[:, moving:]])
     return Freedom(point + basis.dot(step), kept, fixed.shape[1]), LevelWeights(*report)
 
 
