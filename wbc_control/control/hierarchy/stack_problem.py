@@ -33,6 +33,7 @@ from wbc_control.control.hierarchy.cascade import (
     equality_freedom,
     solve_cascade,
 )
+from wbc_control.control.hierarchy.row_scale_kernel import weighted_rows
 from wbc_control.control.switching.task_activation import Stack
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
@@ -90,6 +91,9 @@ class StackProblem:
         self._group_sizes = np.asarray(sizes, dtype=np.int64)
         self._group_starts = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
         self._layout: HardLayout | None = None  # `hard_constraints`' buffers
+        self._weighted: WeightedRows | None = None  # `levels`' buffers
+        self._weights: tuple | None = None  # the √w per level `_roots` concatenates
+        self._roots = np.zeros(0)
 
     def solve(
         self, state: RobotState, rows, target, constraint, bounds, window, weights, shares, band
@@ -103,14 +107,7 @@ class StackProblem:
         possible; where even the torque range and the friction pyramids have none (a robot the
         floor cannot hold), every inequality does. The contacts and the base rows stay exact.
         """
-        levels = []
-        scales = self.row_scales(rows.jacobian, mobility_inverse(state))
-        for k, (root, rank) in enumerate(zip(weights, self._generic_ranks)):
-            level = slice(int(rows.offsets[k]), int(rows.offsets[k + 1]))
-            scale = root * scales[level]
-            levels.append(
-                LevelRows(scale[:, None] * rows.jacobian[level], scale * target[level], rank)
-            )
+        levels = self.levels(state, rows, target, weights)
         metric = self.metric(state, shares)
         reweigh = self.reweigh(shares)
         hard, joint_rows = self.hard_constraints(state, constraint, bounds, window)
@@ -134,21 +131,37 @@ class StackProblem:
         )
         return relaxed._replace(status=f'{result.status}; every inequality softened')
 
-    def row_scales(self, jacobian: np.ndarray, inverse_inertia: np.ndarray) -> np.ndarray:
-        """E per stacked row: 1 / √(the largest mobility (J M⁻¹ Jᵀ)ⱼⱼ of its group).
+    def levels(self, state: RobotState, rows, target, weights) -> list[LevelRows]:
+        """Each level's rows R = diag(√w E) J and target T = √w E (ẍ* − J̇v) at this tick.
 
-        A group's rows (`Task.row_groups`: one unit) measured by its inverse task-space mass
-        (the diagonal of Khatib 1987's Λ⁻¹ = J M⁻¹ Jᵀ), so that errors of different units weigh
-        as the effort they cost: a hand's metre as its few kilograms, its radian as its small
-        inertia. Rows without mobility (a blocked group) get 0.
+        E per stacked row: 1 / √(the largest mobility (J M⁻¹ Jᵀ)ⱼⱼ of its group). A group's
+        rows (`Task.row_groups`: one unit) measured by its inverse task-space mass (the
+        diagonal of Khatib 1987's Λ⁻¹ = J M⁻¹ Jᵀ), so that errors of different units weigh as
+        the effort they cost: a hand's metre as its few kilograms, its radian as its small
+        inertia. Rows without mobility (a blocked group) get 0. Written by one compiled call
+        (`row_scale_kernel.weighted_rows`) into buffers the levels' rows are views of.
         """
-        mobility = np.einsum('ij,ij->i', jacobian.dot(inverse_inertia), jacobian)
-        largest = np.maximum.reduceat(mobility, self._group_starts) if mobility.size else mobility
-        largest = np.repeat(largest, self._group_sizes)
-        floor = 1e-12 * (float(mobility.max()) if mobility.size else 0.0)
-        return np.where(
-            largest > floor, 1.0 / np.sqrt(np.where(largest > floor, largest, 1.0)), 0.0
-        )
+        jacobian = rows.jacobian
+        mobility = np.einsum('ij,ij->i', jacobian.dot(mobility_inverse(state)), jacobian)
+        if self._weighted is None or self._weighted.rows is not rows:
+            self._weighted = self._weighted_buffers(rows)
+        if weights is not self._weights:
+            self._weights, self._roots = weights, np.concatenate([np.zeros(0), *weights])
+        buffers = self._weighted
+        weighted_rows(
+            mobility, self._group_starts, self._group_sizes, self._roots, jacobian, target,
+            buffers.jacobian, buffers.target,
+        )  # fmt: skip
+        return buffers.levels
+
+    def _weighted_buffers(self, rows) -> 'WeightedRows':
+        """The buffers `levels` writes for the stacked rows `rows`, and each level's views."""
+        jacobian, target = np.zeros(rows.jacobian.shape), np.zeros(rows.jacobian.shape[0])
+        levels = []
+        for k, rank in enumerate(self._generic_ranks):
+            level = slice(int(rows.offsets[k]), int(rows.offsets[k + 1]))
+            levels.append(LevelRows(jacobian[level], target[level], rank))
+        return WeightedRows(rows, jacobian, target, levels)
 
     def reference(self, rows, state: RobotState) -> np.ndarray:
         """q̈_ref = q̈_posture − K v: where a level can hardly move, the motion it is damped to.
@@ -310,6 +323,15 @@ class StackProblem:
                 cones.append((np.asarray(rows), slice(start, start + contact.dim)))
             start += contact.dim
         return tuple(cones)
+
+
+class WeightedRows(NamedTuple):
+    """The buffers of `StackProblem.levels` for one stack's stacked rows."""
+
+    rows: object  # the `StackedRows` they are written from
+    jacobian: np.ndarray  # (R, nv) diag(√w E) J
+    target: np.ndarray  # (R,) √w E (ẍ* − J̇v)
+    levels: list  # LevelRows per level, views of the two
 
 
 class HardLayout(NamedTuple):
