@@ -16,9 +16,11 @@ from robots import robot
 
 from wbc_control.control.constraints.joint_limits import (
     BRAKING_SHARE,
+    HELD_TOLERANCE,
     MIN_BRAKING_SHARE,
     OVERSPEED_RESPONSE,
     JointLimits,
+    held_joints,
 )
 from wbc_control.control.constraints.torque_limits import TorqueLimiter
 from wbc_control.control.loop.command_output import CommandOutput
@@ -283,3 +285,14 @@ def test_a_soft_start_ramps_the_tasks_while_the_bounds_brake_in_full():
     loop.tick(positions, velocities, None, None, 1.25)
     half = loop.statistics.result.acceleration[0]
     assert half == pytest.approx(0.5 * 25.0 * 0.2, rel=1e-6)  # α = 1/2 of kp e on joint 1
+
+
+def test_held_joints_are_those_on_a_bound_within_the_tolerance():
+    lower, upper = np.array([-1.0, -2.0, -3.0, -4.0]), np.array([1.0, 2.0, 3.0, 4.0])
+    tolerance = HELD_TOLERANCE * 3.0
+    acceleration = np.array([-1.0, 2.0 - 0.5 * tolerance, 3.0 - 2.0 * tolerance, np.nan])
+    found, held = held_joints(acceleration, lower, upper)
+    assert found
+    np.testing.assert_array_equal(held, [True, True, False, False])
+    found, held = held_joints(np.array([0.0, 1.9, -2.9, 3.9]), lower, upper)
+    assert not found and not held.any()

@@ -3,7 +3,12 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 
-from wbc_control.control.constraints.torque_limits import TorqueLimiter, fits
+from wbc_control.control.constraints.torque_limits import (
+    RANGE_EDGE,
+    TorqueLimiter,
+    fits,
+    range_flags,
+)
 from wbc_control.exceptions import InvalidShape, InvalidValue
 
 
@@ -168,3 +173,16 @@ def test_the_limiter_gives_np_clips_limits_bit_for_bit(effort, rate, steps):
             assert out.saturated.tolist() == expected[1].tolist()
             assert out.rate_limited.tolist() == expected[2].tolist()
             np.testing.assert_array_equal(torque, values)  # the input is left as it was
+
+
+def test_range_flags_split_the_edge_between_saturation_and_the_rate_window():
+    effort = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0])
+    lower = np.array([-10.0, -5.0, -3.0, -40.0, -50.0, -np.inf])
+    upper = np.array([10.0, 5.0, 3.0, 40.0, 50.0, np.inf])
+    edge = RANGE_EDGE * (1.0 + 5.0)
+    torque = np.array([10.0, 5.0 - 0.5 * edge, 3.0 - 1e-7, -20.0, np.nan, 1e6])
+    saturated, rate_limited = range_flags(torque, lower, upper, effort)  # the rows
+    # at the effort limit; at the window's edge within the tolerance; just inside; inside; NaN;
+    # no window at all
+    np.testing.assert_array_equal(saturated, [True, False, False, False, False, False])
+    np.testing.assert_array_equal(rate_limited, [False, True, False, False, False, False])

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from wbc_control.control.constraints.joint_limits import JointLimits
-from wbc_control.control.constraints.torque_limits import TorqueLimiter
+from wbc_control.control.constraints.joint_limits import JointLimits, held_joints
+from wbc_control.control.constraints.torque_limits import TorqueLimiter, range_flags
 from wbc_control.control.contact.contacts import (
     Contact,
     base_contact_forces,
@@ -347,19 +347,17 @@ class PrioritizedController:
 
         At an effort limit: saturated; at the rate window's edge inside it: rate limited.
         """
-        edge = 1e-9 * (1.0 + np.abs(torque))
-        at_range = (torque <= window[0] + edge) | (torque >= window[1] - edge)
-        saturated = at_range & (np.abs(torque) >= self.limiter.effort_limits - edge)
-        return saturated, at_range & ~saturated
+        saturated, rate_limited = range_flags(
+            torque, window[0], window[1], self.limiter.effort_limits
+        )
+        return saturated, rate_limited
 
     def _at_limit(self, acceleration, bounds) -> np.ndarray | None:
         """Which joints sit on a bound `(n_act,)` (None without joint limits)."""
         if bounds is None:
             return None
-        joints = acceleration[self._actuated]
-        tolerance = 1e-6 * (1.0 + np.abs(joints))
-        held = (joints <= bounds[0] + tolerance) | (joints >= bounds[1] - tolerance)
-        return held if held.any() else None
+        found, held = held_joints(acceleration[self._actuated], bounds[0], bounds[1])
+        return held if found else None
 
     def _torque(self, state: RobotState, acceleration: np.ndarray, constraint, solution=None):
         """τ = S (M q̈ + h − Aᵀf) `(n_act,)` and the contact forces (None without contacts).

@@ -38,7 +38,7 @@ the velocity ceiling alone; joints without either have no bounds.
 
 import math
 
-from numba import float64, types
+from numba import boolean, float64, types
 import numpy as np
 import numpy.typing as npt
 
@@ -195,3 +195,22 @@ def acceleration_bounds(
         upper[i] = max(rate * (up - velocity) - over * max(velocity - max_speed[i], 0.0), -braking)
         low = rate * (-down - velocity) + over * max(-velocity - max_speed[i], 0.0)
         lower[i] = min(min(low, braking), upper[i])
+
+
+#: A joint's acceleration within this fraction of 1 + |q̈ᵢ| of a bound is held at it.
+HELD_TOLERANCE = 1e-6
+
+
+@kernel(types.Tuple((boolean, boolean[::1]))(VECTOR, VECTOR, VECTOR))
+def held_joints(acceleration, lower, upper):  # pragma: no cover - runs compiled
+    """(any, held) `(n_act,)`: the joints whose q̈ᵢ sits on a⁻ᵢ or a⁺ᵢ.
+
+    Within `HELD_TOLERANCE` (1 + |q̈ᵢ|); compiled, one call where six numpy calls made it.
+    """
+    held = np.zeros(acceleration.shape[0], np.bool_)
+    found = False
+    for i in range(acceleration.shape[0]):
+        tolerance = HELD_TOLERANCE * (1.0 + abs(acceleration[i]))
+        if acceleration[i] <= lower[i] + tolerance or acceleration[i] >= upper[i] - tolerance:
+            held[i] = found = True
+    return found, held

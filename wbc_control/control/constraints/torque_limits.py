@@ -2,7 +2,7 @@
 
 from typing import NamedTuple
 
-from numba import boolean
+from numba import boolean, types
 import numpy as np
 import numpy.typing as npt
 
@@ -98,3 +98,26 @@ def fits(torque: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:  # p
         if not (lower[i] <= torque[i] <= upper[i]):
             return False
     return True
+
+
+#: A torque within this fraction of 1 + |τ| of an edge of the command's range is at it.
+RANGE_EDGE = 1e-9
+
+
+@kernel(types.Array(boolean, 2, 'C')(VECTOR, VECTOR, VECTOR, VECTOR))
+def range_flags(torque, lower, upper, effort_limits):  # pragma: no cover - runs compiled
+    """Rows (saturated, rate_limited) `(2, n)`: the joints at an edge of [lower, upper].
+
+    τᵢ is at an edge within `RANGE_EDGE` (1 + |τᵢ|); there it is saturated where |τᵢ| is that
+    close to its effort limit too, else rate limited (the edge is the rate window's).
+    Compiled: one call per tick where ten small numpy calls made the two flags.
+    """
+    flags = np.zeros((2, torque.shape[0]), np.bool_)
+    for i in range(torque.shape[0]):
+        edge = RANGE_EDGE * (1.0 + abs(torque[i]))
+        if torque[i] <= lower[i] + edge or torque[i] >= upper[i] - edge:
+            if abs(torque[i]) >= effort_limits[i] - edge:
+                flags[0, i] = True
+            else:
+                flags[1, i] = True
+    return flags
