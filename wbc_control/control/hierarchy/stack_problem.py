@@ -28,6 +28,7 @@ from wbc_control.control.contact.contacts import (
 from wbc_control.control.contact.load_shares import LoadShares
 from wbc_control.control.hierarchy.cascade import (
     CascadeResult,
+    Freedom,
     HardConstraints,
     LevelRows,
     equality_freedom,
@@ -112,7 +113,9 @@ class StackProblem:
         reweigh = self.reweigh(shares)
         hard, joint_rows = self.hard_constraints(state, constraint, bounds, window)
         reference = self.reference(rows, state)
-        freedom = equality_freedom(hard, self.robot.nv)
+        freedom = self._layout.freedom
+        if freedom is None:
+            freedom = equality_freedom(hard, self.robot.nv)
         result = solve_cascade(
             levels, hard, metric, reference, band, reweigh, self.working_sets, freedom
         )
@@ -182,13 +185,17 @@ class StackProblem:
         return reference
 
     def metric(self, state: RobotState, row_shares: np.ndarray) -> np.ndarray:
-        """H₀ = blockdiag(M, W_f / m): the kinetic energy and the weighted force norm."""
+        """H₀ = blockdiag(M, W_f / m): the kinetic energy and the weighted force norm.
+
+        Without forces H₀ is M itself (the state's, not a copy: the cascade only reads it).
+        """
         nv, count = self.robot.nv, self.force_count
+        if not count:
+            return state.mass_matrix
         metric = np.zeros((nv + count, nv + count))
         metric[:nv, :nv] = state.mass_matrix
-        if count:
-            shares = np.maximum(row_shares, 1e-6 * max(float(row_shares.max()), 1e-300))
-            metric[nv:, nv:] = np.diag(self._force_scale / shares)
+        shares = np.maximum(row_shares, 1e-6 * max(float(row_shares.max()), 1e-300))
+        metric[nv:, nv:] = np.diag(self._force_scale / shares)
         return metric
 
     def _centre_of_pressure(self, state: RobotState) -> np.ndarray:
@@ -303,9 +310,10 @@ class StackProblem:
         hard = HardConstraints(rows, lower, upper, equality, None, box)
         columns = self._actuated[finite]
         cones = self._cone_rows(friction.start, pressure.start) if contacts else ()
+        free = None if equality.any() else _all_free(hard, nv)
         return HardLayout(
             key, hard, joint_flags, torque, columns, contact, base, pressure, joints,
-            joint_columns, cones,
+            joint_columns, cones, free,
         )  # fmt: skip
 
     def _cone_rows(self, friction: int, pressure: int) -> tuple:
@@ -348,6 +356,16 @@ class HardLayout(NamedTuple):
     joints: slice
     joint_columns: np.ndarray  # the q̈ coordinate of each joint-bound row
     cones: tuple  # (rows, force columns) of each contact's cone rows (`_close_cones`)
+    #: Where no row is an equality, what they leave free (all of x, the same at every tick);
+    #: else None: the contacts' freedom is found at each tick.
+    freedom: Freedom | None = None
+
+
+def _all_free(hard: HardConstraints, nv: int) -> Freedom:
+    """`equality_freedom` of rows without equalities, read-only: it is kept for every tick."""
+    freedom = equality_freedom(hard, nv)
+    freedom.point.flags.writeable = freedom.basis.flags.writeable = False
+    return freedom
 
 
 def mobility_inverse(state: RobotState) -> np.ndarray:
