@@ -33,7 +33,7 @@ KERNEL_SOURCES = (
     'control/constraints/joint_limits.py',
     'control/constraints/torque_limits.py',
     'control/hierarchy/level_kernel.py',
-    'control/hierarchy/row_scale_kernel.py',
+    'control/hierarchy/problem_kernel.py',
     'control/hierarchy/stage_kernel.py',
     'model/mass_inverse.py',
     'tasks/pd_law.py',

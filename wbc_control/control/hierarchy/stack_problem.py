@@ -34,7 +34,7 @@ from wbc_control.control.hierarchy.cascade import (
     equality_freedom,
     solve_cascade,
 )
-from wbc_control.control.hierarchy.row_scale_kernel import weighted_rows
+from wbc_control.control.hierarchy.problem_kernel import torque_and_joint_rows, weighted_rows
 from wbc_control.control.switching.task_activation import Stack
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
@@ -142,7 +142,7 @@ class StackProblem:
         diagonal of Khatib 1987's Λ⁻¹ = J M⁻¹ Jᵀ), so that errors of different units weigh as
         the effort they cost: a hand's metre as its few kilograms, its radian as its small
         inertia. Rows without mobility (a blocked group) get 0. Written by one compiled call
-        (`row_scale_kernel.weighted_rows`) into buffers the levels' rows are views of.
+        (`problem_kernel.weighted_rows`) into buffers the levels' rows are views of.
         """
         jacobian = rows.jacobian
         mobility = np.einsum('ij,ij->i', jacobian.dot(mobility_inverse(state)), jacobian)
@@ -224,24 +224,21 @@ class StackProblem:
         into buffers laid out once for each choice of those rows (`HardLayout`).
         """
         nv = self.robot.nv
-        finite = np.isfinite(window[0]) | np.isfinite(window[1])
-        limited = None if bounds is None else np.isfinite(bounds[0]) | np.isfinite(bounds[1])
-        key = (
-            finite.tobytes(),
-            None if limited is None else limited.tobytes(),
-            constraint is None,
-        )
-        if self._layout is None or self._layout.key != key:
-            self._layout = self._hard_layout(key, finite, limited, constraint is not None)
         layout = self._layout
+        if not self._torque_and_joint_rows(layout, state, constraint, bounds, window):
+            finite = np.isfinite(window[0]) | np.isfinite(window[1])
+            limited = None if bounds is None else np.isfinite(bounds[0]) | np.isfinite(bounds[1])
+            key = (
+                finite.tobytes(),
+                None if limited is None else limited.tobytes(),
+                constraint is None,
+            )
+            layout = self._layout = self._hard_layout(key, finite, limited, constraint is not None)
+            self._torque_and_joint_rows(layout, state, constraint, bounds, window)
         rows, lower, upper = layout.hard.rows, layout.hard.lower, layout.hard.upper
         mass, bias = state.mass_matrix, state.nonlinear_effects
-        torque, columns = layout.torque, layout.torque_columns
-        rows[torque, :nv] = mass[columns]
         if self.force_count:
-            rows[torque, nv:] = -constraint[:, columns].T
-        lower[torque] = window[0][finite] - bias[columns]
-        upper[torque] = window[1][finite] - bias[columns]
+            rows[layout.torque, nv:] = -constraint[:, layout.torque_columns].T
         if constraint is not None:
             drift = contact_acceleration(constraint, self.contact_buffers.drift, state.v)
             rows[layout.contacts, :nv] = constraint
@@ -254,13 +251,26 @@ class StackProblem:
             if layout.pressure.stop > layout.pressure.start:
                 rows[layout.pressure, nv:] = self._centre_of_pressure(state)
             self._close_cones(layout)
-        if limited is not None:
-            lower[layout.joints] = bounds[0][limited]
-            upper[layout.joints] = bounds[1][limited]
-            lowest, highest = layout.hard.box
-            lowest[layout.joint_columns] = lower[layout.joints]
-            highest[layout.joint_columns] = upper[layout.joints]
         return layout.hard, layout.joint_flags
+
+    def _torque_and_joint_rows(self, layout, state, constraint, bounds, window) -> bool:
+        """Write the torque-range rows' q̈ part and the joint-bound rows of `layout` at this tick.
+
+        False, nothing written, where the layout is not this tick's: none yet, or other
+        contacts, or another choice of finite torque ranges or joint bounds.
+        """
+        if layout is None or layout.key[2] != (constraint is None):
+            return False
+        if (bounds is None) != (layout.key[1] is None):
+            return False
+        lowest, highest = layout.hard.box if layout.hard.box is not None else (_NONE, _NONE)
+        hard = layout.hard
+        return torque_and_joint_rows(
+            state.mass_matrix, state.nonlinear_effects, window[0], window[1], layout.finite,
+            _NONE if bounds is None else bounds[0], _NONE if bounds is None else bounds[1],
+            layout.limited, self._actuated, layout.torque.start, layout.joints.start, hard.rows,
+            hard.lower, hard.upper, lowest, highest,
+        )  # fmt: skip
 
     def _close_cones(self, layout: 'HardLayout') -> None:
         """Each contact's cone rows as equalities C f = 0 where they admit no other force.
@@ -313,7 +323,7 @@ class StackProblem:
         free = None if equality.any() else _all_free(hard, nv)
         return HardLayout(
             key, hard, joint_flags, torque, columns, contact, base, pressure, joints,
-            joint_columns, cones, free,
+            joint_columns, cones, free, finite, _NO_FLAGS if limited is None else limited,
         )  # fmt: skip
 
     def _cone_rows(self, friction: int, pressure: int) -> tuple:
@@ -359,6 +369,13 @@ class HardLayout(NamedTuple):
     #: Where no row is an equality, what they leave free (all of x, the same at every tick);
     #: else None: the contacts' freedom is found at each tick.
     freedom: Freedom | None = None
+    finite: np.ndarray = np.zeros(0, dtype=bool)  # (n_act,) the torque ranges' rows
+    limited: np.ndarray = np.zeros(0, dtype=bool)  # (n_act,) the joint bounds' rows; () none
+
+
+#: An empty vector and empty flags: no bounds, no box, no joint-bound rows.
+_NONE = np.zeros(0)
+_NO_FLAGS = np.zeros(0, dtype=bool)
 
 
 def _all_free(hard: HardConstraints, nv: int) -> Freedom:
