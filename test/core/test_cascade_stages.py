@@ -459,3 +459,12 @@ def test_a_row_the_equalities_take_most_of_stays_hard_one_the_levels_above_do_is
     given = cascade_over_x1(fixed_by_equality=False)
     assert given[0] == pytest.approx(0.5, abs=1e-9)
     assert 0.2 + 1e-3 < given[1] < 1.0  # soft: the level's x₁ = 1 pulls it past its bound
+
+
+def test_without_joint_rows_every_tick_shares_one_read_only_unbounded_box():
+    lowest, highest = cascade.unbounded_box(9)
+    assert cascade.unbounded_box(9)[0] is lowest, 'built once per size, not per tick'
+    assert np.isneginf(lowest).all() and np.isposinf(highest).all() and lowest.shape == (9,)
+    assert cascade.unbounded_box(6)[1].shape == (6,)
+    with pytest.raises(ValueError, match='read-only'):
+        highest[2] = 1.0

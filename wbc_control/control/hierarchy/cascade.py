@@ -60,6 +60,7 @@ Each level's problem is built by one compiled call (`level_kernel`), each stage'
 the same stage at the previous tick (`WorkingSets`).
 """
 
+from functools import cache
 from typing import NamedTuple
 
 import numpy as np
@@ -206,7 +207,7 @@ def solve_cascade(
     if freedom is None:
         return CascadeResult(None, 'the contact constraints are inconsistent', [])
     inequality = _inequality_rows(hard, freedom.basis)
-    box = hard.box if hard.box is not None else (np.full(nv, -np.inf), np.full(nv, np.inf))
+    box = hard.box if hard.box is not None else unbounded_box(nv)
     sets = WorkingSets(warm, inequality.lower.shape[0])
     weights = []
     for level in levels:
@@ -246,6 +247,14 @@ def _inequality_rows(hard: HardConstraints, basis: np.ndarray) -> Inequalities:
         return inequalities(hard.rows, hard.lower, hard.upper, soft)
     keep = ~equal
     return inequalities(hard.rows[keep], hard.lower[keep], hard.upper[keep], soft[keep], basis)
+
+
+@cache
+def unbounded_box(nv: int) -> tuple[np.ndarray, np.ndarray]:
+    """The joint box where no joint rows bound q̈: (−∞, +∞) per coordinate, read-only, shared."""
+    lowest, highest = np.full(nv, -np.inf), np.full(nv, np.inf)
+    lowest.flags.writeable = highest.flags.writeable = False
+    return lowest, highest
 
 
 def equality_freedom(hard: HardConstraints, nv: int) -> Freedom | None:
