@@ -11,11 +11,14 @@ import yaml
 from wbc_control.config import build_entries, parse_tasks
 from wbc_control.config.assembly import build_loop
 from wbc_control.config.settings import parse_contacts, parse_controller_settings
-from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.control.constraints.joint_limits import JointLimits
+from wbc_control.control.contact.contacts import Contact
+from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import ModelError
 from wbc_control.model.example_robots import NOT_FOUND, example_robot_urdf
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
+from wbc_control.tasks import ComTask, JointPostureTask
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -128,3 +131,30 @@ def core_controller(model: RobotModel, parameters: dict) -> PrioritizedControlle
         model, parameters.get('contacts', []), parameters.get('contact_types', [])
     )
     return build_loop(model, settings, build_entries(model, specs), contacts, 1.0).controller
+
+
+def talos_sole_controller(
+    effort_limits: np.ndarray, sole_size: np.ndarray, friction_coefficient: float
+) -> PrioritizedController:
+    """Talos on both soles (surface contacts with centre-of-pressure rows), joint limits on.
+
+    The centre of mass (kp 400) over a posture (joints spread over ±0.3 rad, kp 30).
+    """
+    talos = robot('talos')
+    posture = JointPostureTask(talos, np.linspace(-0.3, 0.3, talos.n_actuated), kp=30.0)
+    entries = [
+        TaskEntry('com', ComTask(talos, (0.02, -0.01, 0.85), kp=400.0), 0),
+        TaskEntry('posture', posture, 1),
+    ]
+    contacts = [
+        Contact.create(talos, f'{side}_sole_link', 'surface') for side in ('left', 'right')
+    ]
+    return PrioritizedController(
+        talos,
+        entries,
+        contacts=contacts,
+        joint_limits=JointLimits(talos, effort_limits),
+        effort_limits=effort_limits,
+        sole_size=sole_size,
+        friction_coefficient=friction_coefficient,
+    )

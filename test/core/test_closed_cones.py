@@ -11,34 +11,20 @@ hold it still softens every inequality.
 """
 
 import numpy as np
+from oracles.cone_reach import cone_reach
 import pinocchio as pin
 import pytest
-from robots import random_state, robot, talos_standing_state
+from robots import random_state, robot, talos_sole_controller, talos_standing_state
 from scipy.optimize import linprog
 
 from wbc_control.control.constraints.centre_of_pressure import centre_of_pressure_rows
 from wbc_control.control.constraints.closed_cones import closed
 from wbc_control.control.constraints.friction import friction_rows
-from wbc_control.control.constraints.joint_limits import JointLimits
 from wbc_control.control.contact.contacts import Contact
-from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.tasks import ComTask, JointPostureTask
+from wbc_control.control.prioritized_controller import PrioritizedController
 
 HALF = np.array([0.1, 0.065])  # X, Y (m)
 MU = 0.7
-
-
-def reach(cone: np.ndarray) -> float:
-    """The largest |f_j| over C f ≤ 0 and the unit box: 0 exactly where the cone is {0}."""
-    size = cone.shape[1]
-    return max(
-        -linprog(
-            -sign * np.eye(size)[j], A_ub=cone, b_ub=np.zeros(cone.shape[0]),
-            bounds=[(-1.0, 1.0)] * size, method='highs',
-        ).fun
-        for j in range(size)
-        for sign in (1.0, -1.0)
-    )  # fmt: skip
 
 
 def sole_cone(tilt: float, yaw: float = 0.3) -> np.ndarray:
@@ -56,10 +42,10 @@ def sole_cone(tilt: float, yaw: float = 0.3) -> np.ndarray:
 def closing_tilt() -> float:
     """The roll at which the sole's cone closes, by bisection on the linear program."""
     low, high = 0.0, 1.5
-    assert reach(sole_cone(low)) > 0.1 and reach(sole_cone(high)) < 1e-9
+    assert cone_reach(sole_cone(low)) > 0.1 and cone_reach(sole_cone(high)) < 1e-9
     for _ in range(30):
         middle = 0.5 * (low + high)
-        low, high = (low, middle) if reach(sole_cone(middle)) < 1e-9 else (middle, high)
+        low, high = (low, middle) if cone_reach(sole_cone(middle)) < 1e-9 else (middle, high)
     return high
 
 
@@ -68,7 +54,7 @@ def test_a_sole_cone_is_closed_exactly_past_the_tilt_where_no_force_but_zero_mee
     assert 0.2 < tilt < 1.4  # inside the range the bisection began with, not at its ends
     for angle, shut in ((0.0, False), (tilt - 2e-3, False), (tilt + 2e-3, True), (1.5, True)):
         cone = sole_cone(angle)
-        assert (reach(cone) < 1e-9) == shut
+        assert (cone_reach(cone) < 1e-9) == shut
         assert closed(cone) == shut
 
 
@@ -76,7 +62,7 @@ def test_a_cone_without_interior_that_holds_a_ray_is_not_closed():
     """μ = 0: f_x = f_y = 0 and f_z ≥ 0, a ray of pushes, no interior."""
     contacts = [Contact.create(robot('talos'), 'left_sole_link', 'point')]
     ray = friction_rows(contacts, 0.0)
-    assert reach(ray) == pytest.approx(1.0)
+    assert cone_reach(ray) == pytest.approx(1.0)
     assert not closed(ray)
     assert closed(np.vstack([ray, [[0.0, 0.0, 1.0]]]))  # and f_z ≤ 0: closed
 
@@ -89,25 +75,7 @@ def test_rows_too_few_to_span_or_with_a_zero_row_are_not_closed():
 
 
 def talos_controller(effort_scale: float) -> PrioritizedController:
-    talos = robot('talos')
-    posture = JointPostureTask(talos, np.linspace(-0.3, 0.3, talos.n_actuated), kp=30.0)
-    entries = [
-        TaskEntry('com', ComTask(talos, (0.02, -0.01, 0.85), kp=400.0), 0),
-        TaskEntry('posture', posture, 1),
-    ]
-    contacts = [
-        Contact.create(talos, f'{side}_sole_link', 'surface') for side in ('left', 'right')
-    ]
-    limits = effort_scale * talos.effort_limits
-    return PrioritizedController(
-        talos,
-        entries,
-        contacts=contacts,
-        joint_limits=JointLimits(talos, limits),
-        effort_limits=limits,
-        sole_size=2 * HALF,
-        friction_coefficient=MU,
-    )
+    return talos_sole_controller(effort_scale * robot('talos').effort_limits, 2 * HALF, MU)
 
 
 def shut_feet(controller) -> list[bool]:

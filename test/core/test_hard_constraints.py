@@ -9,50 +9,23 @@ linear program's verdict here).
 """
 
 import numpy as np
-from robots import random_state, robot
-from scipy.optimize import linprog
+from oracles.cone_reach import cone_reach
+from robots import random_state, robot, talos_sole_controller
 
 from wbc_control.control.constraints.centre_of_pressure import centre_of_pressure_rows
-from wbc_control.control.constraints.joint_limits import JointLimits
-from wbc_control.control.contact.contacts import Contact, contact_acceleration, contact_jacobian
-from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
-from wbc_control.tasks import ComTask, JointPostureTask
+from wbc_control.control.contact.contacts import contact_acceleration, contact_jacobian
+from wbc_control.control.prioritized_controller import PrioritizedController
 
 SOLE = np.array([0.2, 0.1])
 
 
 def talos_controller() -> PrioritizedController:
-    talos = robot('talos')
-    posture = JointPostureTask(talos, np.linspace(-0.3, 0.3, talos.n_actuated), kp=30.0)
-    entries = [
-        TaskEntry('com', ComTask(talos, (0.02, -0.01, 0.85), kp=400.0), 0),
-        TaskEntry('posture', posture, 1),
-    ]
-    contacts = [
-        Contact.create(talos, f'{side}_sole_link', 'surface') for side in ('left', 'right')
-    ]
-    return PrioritizedController(
-        talos,
-        entries,
-        contacts=contacts,
-        joint_limits=JointLimits(talos, talos.effort_limits),
-        sole_size=SOLE,
-        friction_coefficient=0.6,
-    )
+    return talos_sole_controller(robot('talos').effort_limits, SOLE, 0.6)
 
 
 def shut(cone: np.ndarray) -> bool:
-    """Whether C f ≤ 0 admits only f = 0: the largest ±f_j over it and the unit box are all 0."""
-    size = cone.shape[1]
-    reach = [
-        -linprog(
-            -sign * np.eye(size)[j], A_ub=cone, b_ub=np.zeros(cone.shape[0]),
-            bounds=[(-1.0, 1.0)] * size, method='highs',
-        ).fun
-        for j in range(size)
-        for sign in (1.0, -1.0)
-    ]  # fmt: skip
-    return max(reach) < 1e-9
+    """Whether C f ≤ 0 admits only f = 0 (the linear programs of `cone_reach`)."""
+    return cone_reach(cone) < 1e-9
 
 
 def closed_cones(controller, friction, pressure):
