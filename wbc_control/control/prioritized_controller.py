@@ -34,6 +34,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from wbc_control.control.constraints.centre_of_pressure import sole_half_size
+from wbc_control.control.constraints.friction import validated_friction
 from wbc_control.control.constraints.joint_limits import JointLimits, held_joints
 from wbc_control.control.constraints.torque_limits import TorqueLimiter, range_flags
 from wbc_control.control.contact.contacts import (
@@ -64,7 +66,7 @@ from wbc_control.control.switching.task_activation import (
     blend_results,
     task_reports,
 )
-from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError, SingularConstraint
+from wbc_control.exceptions import InvalidTaskConfig, ModelError, SingularConstraint
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import Task, as_slice
@@ -125,8 +127,8 @@ class PrioritizedController:
         self.robot = robot
         self.entries = tuple(entries)
         self.singular_value_threshold = validate_threshold(singular_value_threshold)
-        self.friction_coefficient = _validated_friction(friction_coefficient)
-        self._sole_half_size = _validated_sole(sole_size)
+        self.friction_coefficient = validated_friction(friction_coefficient)
+        self._sole_half_size = sole_half_size(sole_size)
         self.stacks = Stacks(
             robot, self.entries, contacts, (contact_transition_time, task_transition_time)
         )
@@ -207,7 +209,7 @@ class PrioritizedController:
 
     def set_friction_coefficient(self, friction_coefficient: float) -> None:
         """μ of the friction pyramids from the next tick (validated; on error nothing changes)."""
-        self.friction_coefficient = _validated_friction(friction_coefficient)
+        self.friction_coefficient = validated_friction(friction_coefficient)
         self._per_stack = {}
         self._use(self.stacks.stack(self._key), self._load_shares)
 
@@ -388,20 +390,3 @@ class _Forces:
 
     def __init__(self, forces: np.ndarray, base_residual: float) -> None:
         self.forces, self.base_residual = forces, base_residual
-
-
-def _validated_sole(size: npt.ArrayLike | None) -> np.ndarray | None:
-    """(X, Y), half the sole's length and width, from (length, width); None stays None."""
-    if size is None:
-        return None
-    values = np.asarray(size, dtype=float)
-    if values.shape != (2,) or not (np.isfinite(values).all() and (values > 0.0).all()):
-        raise InvalidValue(f'sole size must be (length, width) > 0 in m, got {values.tolist()}')
-    return 0.5 * values
-
-
-def _validated_friction(value: float) -> float:
-    value = float(value)
-    if not (np.isfinite(value) and value > 0.0):
-        raise InvalidValue(f'friction_coefficient must be > 0, got {value}')
-    return value

@@ -25,9 +25,11 @@ world-z force (horizontal ground), as for the friction pyramids; μ' is their co
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from wbc_control.control.constraints.friction import pyramid_coefficient
 from wbc_control.control.contact.contacts import Contact, ContactType
+from wbc_control.exceptions import InvalidValue
 
 #: Rows per surface contact: ±m'_y ≤ X f_z, ±m'_x ≤ Y f_z, four for τ_min and four for τ_max.
 ROWS_PER_SOLE = 12
@@ -95,3 +97,13 @@ def _sole_rows(contact: Contact, rotation, half_size, inner: float) -> np.ndarra
         (moment[:, 2] - reach) + _FIRST * (along_x + twist_x) + _SECOND * (along_y + twist_y)
     )
     return rows
+
+
+def sole_half_size(size: npt.ArrayLike | None) -> np.ndarray | None:
+    """(X, Y), half the sole's length and width, from (length, width); None stays None."""
+    if size is None:
+        return None
+    values = np.asarray(size, dtype=float)
+    if values.shape != (2,) or not (np.isfinite(values).all() and (values > 0.0).all()):
+        raise InvalidValue(f'sole size must be (length, width) > 0 in m, got {values.tolist()}')
+    return 0.5 * values

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from wbc_control.control.contact.contacts import Contact, ContactType
+from wbc_control.exceptions import InvalidValue
 
 #: Rows per contact: ±f_x − μ' f_z ≤ 0, ±f_y − μ' f_z ≤ 0, −f_z ≤ 0.
 ROWS_PER_CONTACT = 5
@@ -53,3 +54,11 @@ def friction_rows(contacts: Sequence[Contact], friction_coefficient: float) -> n
             blocks.append(block)
         start += contact.dim
     return np.vstack(blocks) if blocks else np.zeros((0, size))
+
+
+def validated_friction(value: float) -> float:
+    """μ, finite and > 0 (InvalidValue otherwise)."""
+    value = float(value)
+    if not (np.isfinite(value) and value > 0.0):
+        raise InvalidValue(f'friction_coefficient must be > 0, got {value}')
+    return value
