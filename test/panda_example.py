@@ -7,8 +7,8 @@ from robots import core_controller, robot
 import yaml
 
 from wbc_control.config.tasks import TaskSpec, build_entries, parse_tasks
-from wbc_control.control.controller_types import ControllerResult
 from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.control.results import ControllerResult
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 

@@ -12,9 +12,9 @@ from wbc_control.control.contact.contacts import (
     contact_force_reports,
     may_leave_friction_cone,
 )
-from wbc_control.control.controller_types import ContactReports, LazyReports
 from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
+from wbc_control.control.results import ContactReports, LazyReports
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks import ComTask, FramePositionTask, JointPostureTask
 

@@ -5,8 +5,8 @@ import numpy.testing as npt
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.controller_types import Level, TaskEntry
 from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.control.switching.stacks import Level, TaskEntry
 from wbc_control.tasks import (
     ComTask,
     FrameOrientationTask,

@@ -43,16 +43,8 @@ from wbc_control.control.contact.contacts import (
     base_contact_forces,
     contact_jacobian,
 )
-from wbc_control.control.controller_types import (
-    ContactReports,
-    ControllerResult,
-    LazyReports,
-    TaskEntry,
-    validate_threshold,
-    validate_weight,
-)
 from wbc_control.control.hierarchy.stack_problem import StackProblem
-from wbc_control.control.hierarchy.tick_reports import level_health
+from wbc_control.control.results import ContactReports, ControllerResult, LazyReports, level_health
 from wbc_control.control.switching.contact_transitions import (
     DEFAULT_CONTACT_TRANSITION_TIME,
     DEFAULT_TASK_TRANSITION_TIME,
@@ -60,13 +52,14 @@ from wbc_control.control.switching.contact_transitions import (
     StackSwitcher,
     row_load_shares,
 )
+from wbc_control.control.switching.stacks import TaskEntry, validate_weight
 from wbc_control.control.switching.task_activation import (
     Stack,
     Stacks,
     blend_results,
     task_reports,
 )
-from wbc_control.exceptions import InvalidTaskConfig, ModelError, SingularConstraint
+from wbc_control.exceptions import InvalidTaskConfig, InvalidValue, ModelError, SingularConstraint
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.task import Task, as_slice
@@ -80,6 +73,14 @@ __all__ = [
 
 DEFAULT_SINGULAR_VALUE_THRESHOLD = 0.03
 DEFAULT_FRICTION_COEFFICIENT = 0.7
+
+
+def validate_threshold(threshold: float) -> float:
+    """The singular value threshold ε must lie in (0, 1)."""
+    threshold = float(threshold)
+    if not (0.0 < threshold < 1.0):
+        raise InvalidValue(f'singular_value_threshold must be in (0, 1), got {threshold}')
+    return threshold
 
 
 class PrioritizedController:

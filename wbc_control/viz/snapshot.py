@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wbc_control.control.controller_types import ControllerResult, TaskReport
 from wbc_control.control.loop.controller_loop import ControllerLoop
+from wbc_control.control.results import ControllerResult, TaskReport
 from wbc_control.model.robot_state import RobotState
 from wbc_control.tasks.com import ComTask
 from wbc_control.tasks.frame_orientation import FrameOrientationTask

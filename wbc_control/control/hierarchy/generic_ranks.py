@@ -62,7 +62,7 @@ def sampled_generic_ranks(
 
     Args:
         robot: the model.
-        levels: the controller's levels (`wbc_control.control.controller_types.Level`).
+        levels: the controller's levels (`wbc_control.control.switching.stacks.Level`).
         contacts: the rigid contacts every level sits below.
         samples: how many random configurations to try.
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import PrioritizedController
-from wbc_control.control.switching.contact_transitions import TransitionReport
+from wbc_control.control.results import TransitionReport
 
 #: Base wrench (N, N m) the contact forces may leave unbalanced before the contacts WARN.
 BASE_RESIDUAL_WARN = 1e-6

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control.control.contact.contacts import Contact, ContactForceReport, contact_force_reports
+from wbc_control.control.results import TransitionReport
 from wbc_control.exceptions import InvalidValue
 
 #: Default duration (s) of a contact's load transfer and of a task's fade.
@@ -55,24 +56,6 @@ class BlendPart(NamedTuple):
     key: StackKey
     share: float  # in [0, 1]; the parts of a tick sum to 1
     load_shares: dict[str, float]  # frame -> w of the weighted force distribution (absent: 1)
-
-
-class TransitionReport(NamedTuple):
-    """The state of switching, for /diagnostics.
-
-    Attributes:
-        switching: what changes in the switch under way ('' when none), e.g.
-            'contacts -FL_FOOT; tasks +foot'.
-        progress: s of the switch under way in [0, 1] (1 when none).
-        max_torque_step: largest |Δτ| (N m or N, any joint) between two ticks of the switch
-            under way, or of the last one when none is.
-        transitions: switches completed since start.
-    """
-
-    switching: str = ''
-    progress: float = 1.0
-    max_torque_step: float = 0.0
-    transitions: int = 0
 
 
 def validate_transition_time(name: str, value: float) -> float:

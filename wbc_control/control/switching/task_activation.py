@@ -41,20 +41,14 @@ from wbc_control.control.contact.contacts import (
     cone_check_terms,
     contact_row_weights,
 )
-from wbc_control.control.controller_types import (
-    ControllerResult,
-    Level,
-    StackedRows,
-    TaskEntry,
-    TaskReport,
-    validate_weight,
-)
 from wbc_control.control.hierarchy.generic_ranks import sampled_generic_ranks
+from wbc_control.control.results import ControllerResult, TaskReport
 from wbc_control.control.switching.contact_transitions import (
     StackKey,
     StackSwitcher,
     blended_contact_reports,
 )
+from wbc_control.control.switching.stacks import Level, StackedRows, TaskEntry, validate_weight
 from wbc_control.exceptions import InvalidTaskConfig, ModelError
 from wbc_control.model.robot_model import RobotModel
 
