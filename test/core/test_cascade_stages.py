@@ -5,7 +5,7 @@
 the tolerance, a bound the start point meets to `carried`, a row at the `degenerate` ratio, a
 row no direction moves); `stage_qp.solve_stage` against quadprog on the same problem written
 the textbook way (Goldfarb & Idnani 1983); the working sets a stage reports bind, and DAQP
-started from them needs no further step.
+started from them needs no further step; DAQP's proof of infeasibility ends a first stage.
 """
 
 from hypothesis import given, settings
@@ -468,3 +468,71 @@ def test_without_joint_rows_every_tick_shares_one_read_only_unbounded_box():
     assert cascade.unbounded_box(6)[1].shape == (6,)
     with pytest.raises(ValueError, match='read-only'):
         highest[2] = 1.0
+
+
+def conflicting_stage():
+    """A stage over ℝ⁴ whose hard rows conflict: r·x ≥ 1, (r + e)·x ≤ −1 and e·x ≥ 0."""
+    row = np.array([0.7, -1.3, 0.4, 2.1])
+    other = np.array([0.2, 0.5, -0.9, 0.3])
+    rows = np.vstack([row, row + other, other])
+    lower = np.array([1.0, -np.inf, 0.0])
+    upper = np.array([np.inf, -1.0, np.inf])
+    hessian = np.diag([1.0, 2.0, 1.5, 0.5])
+    gradient = np.array([0.3, -0.2, 0.1, 0.4])
+    unbounded = -np.linalg.solve(hessian, gradient)
+    inequality = stage_qp.inequalities(rows, lower, upper, np.zeros(3, dtype=bool))
+    return hessian, gradient, inequality, np.zeros(4), np.eye(4), unbounded
+
+
+@pytest.mark.parametrize('first', [True, False])
+def test_daqps_proof_of_infeasibility_ends_a_first_stage_later_ones_try_quadprog(
+    first, monkeypatch
+):
+    """Over the equalities' own freedom no stage above left x₀ on a bound: one DAQP call."""
+    calls = []
+    solve, fallback = stage_qp.daqp.solve, stage_qp._quadprog
+
+    def counted_daqp(*arguments, **settings):
+        result = solve(*arguments, **settings)
+        calls.append(('daqp', result[2]))
+        return result
+
+    def counted_quadprog(*arguments):
+        calls.append(('quadprog', None))
+        return fallback(*arguments)
+
+    monkeypatch.setattr(stage_qp.daqp, 'solve', counted_daqp)
+    monkeypatch.setattr(stage_qp, '_quadprog', counted_quadprog)
+    z, status, active = stage_qp.solve_stage(*conflicting_stage(), first=first)
+    assert z is None and active is None
+    if first:
+        assert calls == [('daqp', stage_qp.DAQP_INFEASIBLE)]
+        assert 'no common solution' in status
+    else:  # the retries at the looser tolerance, then quadprog, which finds none either
+        assert calls[-1] == ('quadprog', None) and len(calls) == 3
+        assert status.startswith('quadprog')
+
+
+def test_only_the_stages_over_the_equalities_own_freedom_are_first(monkeypatch):
+    """A level with no authority leaves the freedom as it was; one that pins rows does not."""
+    seen = []
+    solve = cascade.solve_stage
+
+    def recorded(*arguments):
+        seen.append(arguments[-1])
+        return solve(*arguments)
+
+    monkeypatch.setattr(cascade, 'solve_stage', recorded)
+    rows = np.array([[1.0, 0.5, -0.3], [0.2, -1.0, 0.8]])
+    hard = cascade.HardConstraints(
+        rows, np.array([-0.2, -np.inf]), np.array([np.inf, 0.1]), np.zeros(2, dtype=bool)
+    )
+    levels = [
+        cascade.LevelRows(np.zeros((1, 3)), np.array([1.0]), 1),  # no authority
+        cascade.LevelRows(np.array([[0.3, 1.0, 0.0]]), np.array([2.0]), 1),
+        cascade.LevelRows(np.array([[0.0, 0.4, 1.0]]), np.array([-1.5]), 1),
+    ]
+    result = cascade.solve_cascade(levels, hard, np.diag([1.0, 2.0, 3.0]), np.zeros(3), 0.03)
+    assert result.status == ''
+    # the second level's stage, the third's, then the least energy's (no `first` argument)
+    assert seen[:2] == [True, False] and len(seen) == 3

@@ -209,9 +209,10 @@ def solve_cascade(
     inequality = _inequality_rows(hard, freedom.basis)
     box = hard.box if hard.box is not None else unbounded_box(nv)
     sets = WorkingSets(warm, inequality.lower.shape[0])
-    weights = []
+    weights, equalities = [], freedom
     for level in levels:
-        solved = _solve_level(level, freedom, inequality, reference, band, sets, box)
+        first = freedom is equalities
+        solved = _solve_level(level, freedom, inequality, reference, band, sets, box, first)
         if isinstance(solved, str):
             return CascadeResult(None, solved, weights)
         freedom, report = solved
@@ -274,8 +275,12 @@ def _solve_level(
     band: float,
     sets: WorkingSets,
     joint_box: tuple[np.ndarray, np.ndarray],
+    first: bool = False,
 ) -> tuple[Freedom, LevelWeights] | str:
-    """The level's QP (the module docstring) and the freedom it leaves, or why it failed."""
+    """The level's QP (the module docstring) and the freedom it leaves, or why it failed.
+
+    `first`: `freedom` is the hard equalities' own (`stage_qp.solve_stage`).
+    """
     point, basis, moving = freedom
     # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
     orthonormal = basis.shape[0] == level.rows.shape[1]
@@ -287,7 +292,7 @@ def _solve_level(
         sets.record(None)
         return freedom, NO_AUTHORITY
     step, status, active = solve_stage(
-        hessian, gradient, inequality, point, basis, unbounded, sets.guess()
+        hessian, gradient, inequality, point, basis, unbounded, sets.guess(), first
     )
     sets.record(active)
     if step is None:

@@ -5,7 +5,9 @@ and the levels above leave free (`wbc_control.control.hierarchy.cascade`). Where
 closed-form solution meets the inequalities it is the answer (and more precise than an
 iterative solve); else DAQP solves the QP (Arnström, Bemporad & Axehill 2022), and quadprog
 (Goldfarb & Idnani 1983) where DAQP finds no solution (it can take a degenerate feasible problem
-for an infeasible one).
+for an infeasible one). Over the hard equalities' own freedom, where no stage above left the
+point on a bound, DAQP's proof that the rows conflict is final: the cascade is then solved
+again with rows made soft (`stack_problem`), at once.
 """
 
 from typing import NamedTuple
@@ -34,6 +36,11 @@ DEGENERATE = 1e-2
 #: A soft row's slack costs this times the QP's mean curvature (squared).
 SOFT_WEIGHT = 1e4
 
+
+#: DAQP's exit flag for a problem whose constraints have no common point.
+DAQP_INFEASIBLE = -1
+#: `_daqp`'s answer where DAQP proved the stage infeasible (no fallback to try).
+INFEASIBLE = np.zeros(0)
 
 #: DAQP's constraint flags by the side a row binds (-1 lower, 0 none, +1 upper): active and
 #: at its lower bound (ACTIVE | LOWER), free, active at its upper bound (ACTIVE).
@@ -69,6 +76,7 @@ def solve_stage(
     basis: np.ndarray,
     unbounded: np.ndarray,
     warm: np.ndarray | None = None,
+    first: bool = False,
 ) -> tuple[np.ndarray | None, str, np.ndarray | None]:
     """(z, '', active) of min ½ zᵀ H z + gᵀ z s.t. lower ≤ C (x₀ + Z z) ≤ upper.
 
@@ -76,7 +84,9 @@ def solve_stage(
     without the inequalities. Soft rows get a slack each, penalised `SOFT_WEIGHT` times the
     curvature: violated only where nothing else is possible (`stage_kernel`). `active` says
     which hard rows bind at the solution (+1 upper, -1 lower, 0 none, one per row of
-    `inequality`); a `warm` such guess is DAQP's first working set.
+    `inequality`); a `warm` such guess is DAQP's first working set. `first`: x₀ and Z are the
+    hard equalities' own solution and freedom (no stage above moved x₀ onto a bound), where
+    DAQP's proof of infeasibility is trusted (`_daqp`).
     """
     verdict, curvature, gradient, rows, low, high, hard = stage_problem(
         hessian, gradient, inequality.rows, inequality.lower, inequality.upper,
@@ -90,8 +100,10 @@ def solve_stage(
     sense = np.zeros(low.shape[0], dtype=np.intc)
     if warm is not None:
         sense[: hard.shape[0]] = _SENSE[warm[hard] + 1]
-    z, multipliers = _daqp(curvature, gradient, rows, low, high, sense)
+    z, multipliers = _daqp(curvature, gradient, rows, low, high, sense, first)
     active = np.zeros(inequality.lower.shape[0], dtype=np.int8)
+    if z is INFEASIBLE:
+        return None, 'the hard constraints have no common solution (DAQP)', None
     if z is None:
         z = _quadprog(curvature, gradient, rows, low, high)
         if isinstance(z, str):
@@ -101,13 +113,17 @@ def solve_stage(
     return z[: hessian.shape[0]], '', active
 
 
-def _daqp(curvature, gradient, rows, lower, upper, sense):
+def _daqp(curvature, gradient, rows, lower, upper, sense, first: bool = False):
     """(z, multipliers) of min ½ zᵀ H z + gᵀ z s.t. lower ≤ rows z ≤ upper, (None, None) if none.
 
     `sense`: DAQP's first working set (`_SENSE`); where it fails from there it starts afresh.
     The point the stages above left often sits on more bounds than the stage has unknowns (no
     LICQ); where DAQP's working set cycles there at `PRIMAL_TOLERANCE`, it solves at the
-    looser `DEGENERATE_TOLERANCE`.
+    looser `DEGENERATE_TOLERANCE`. `first` (a stage over the hard equalities' own freedom,
+    whose closed cones are equalities already, `stack_problem`): there no stage above left x₀
+    on a bound, and DAQP's flag `DAQP_INFEASIBLE`, a dual ray that proves the rows have no
+    common point (Arnström, Bemporad & Axehill 2022, sec 4), ends the search at once:
+    (`INFEASIBLE`, None).
     """
     if daqp is None:
         return None, None
@@ -123,6 +139,8 @@ def _daqp(curvature, gradient, rows, lower, upper, sense):
         )
         if flag >= 1:
             return np.asarray(z), np.asarray(info['lam'])
+        if first and flag == DAQP_INFEASIBLE:
+            return INFEASIBLE, None
     return None, None
 
 
