@@ -536,3 +536,35 @@ def test_only_the_stages_over_the_equalities_own_freedom_are_first(monkeypatch):
     assert result.status == ''
     # the second level's stage, the third's, then the least energy's (no `first` argument)
     assert seen[:2] == [True, False] and len(seen) == 3
+
+
+def test_a_cascade_with_rows_made_soft_reuses_the_failed_ones_level_problems(monkeypatch):
+    """Same levels, freedom and box: the leading levels' problems are the failed cascade's."""
+    rows = np.array([[1.0, 0.3, -0.2], [1.1, 1.3, 0.3], [0.1, 1.0, 0.5]])  # r, r + e, e
+    lower, upper = np.array([1.0, -np.inf, 0.0]), np.array([np.inf, -1.0, np.inf])
+    hard = cascade.HardConstraints(rows, lower, upper, np.zeros(3, dtype=bool))
+    levels = [
+        cascade.LevelRows(np.array([[0.3, 1.0, 0.0]]), np.array([2.0]), 1),
+        cascade.LevelRows(np.array([[0.0, 0.4, 1.0]]), np.array([-1.5]), 1),
+    ]
+    metric, reference = np.diag([1.0, 2.0, 3.0]), np.array([0.2, -0.1, 0.3])
+    failed = cascade.solve_cascade(levels, hard, metric, reference, 0.03)
+    assert failed.solution is None and len(failed.leading) == 1
+    calls = []
+    build = cascade.level_problem
+
+    def counted(*arguments):
+        calls.append(arguments[0].shape)
+        return build(*arguments)
+
+    monkeypatch.setattr(cascade, 'level_problem', counted)
+    soft = hard._replace(soft=np.array([False, True, False]))
+    fresh = cascade.solve_cascade(levels, soft, metric, reference, 0.03)
+    built = len(calls)
+    freedom = cascade.equality_freedom(hard, 3)
+    reused = cascade.solve_cascade(
+        levels, soft, metric, reference, 0.03, freedom=freedom, leading=failed.leading
+    )
+    assert fresh.status == reused.status == ''
+    assert built == 2 and len(calls) == built + 1  # the second level only
+    np.testing.assert_array_equal(reused.solution, fresh.solution)

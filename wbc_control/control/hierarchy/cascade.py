@@ -119,6 +119,10 @@ class CascadeResult(NamedTuple):
     status: str  # '' when solved, else what failed
     levels: list  # LevelWeights per level solved
     working_sets: tuple = ()  # per stage, the hard rows that bound it (`WorkingSets`)
+    #: Where it failed: `level_problem`'s answers for the leading levels solved over the hard
+    #: equalities' own freedom, the same for a cascade over the same rows with other rows
+    #: soft (`solve_cascade`'s `leading`).
+    leading: tuple = ()
 
 
 class LevelWeights(NamedTuple):
@@ -180,6 +184,7 @@ def solve_cascade(
     reweigh=None,
     warm: tuple = (),
     freedom: Freedom | None = None,
+    leading: tuple = (),
 ) -> CascadeResult:
     """X of the module docstring: one QP per level, then the least energy and forces if free.
 
@@ -200,6 +205,9 @@ def solve_cascade(
         warm: the `working_sets` of the previous tick's result (a warm start; () none).
         freedom: `equality_freedom(hard, nv)` where already known (the same hard rows solved
             again with other rows soft); None: found here.
+        leading: the `leading` of a failed cascade over the same levels, `freedom`,
+            reference, band and joint box (only which rows are soft differs): its levels'
+            problems, not built again.
     """
     nx, nv = metric.shape[0], reference.shape[0]
     if freedom is None:
@@ -209,12 +217,18 @@ def solve_cascade(
     inequality = _inequality_rows(hard, freedom.basis)
     box = hard.box if hard.box is not None else unbounded_box(nv)
     sets = WorkingSets(warm, inequality.lower.shape[0])
-    weights, equalities = [], freedom
-    for level in levels:
+    weights, equalities, built = [], freedom, []
+    for k, level in enumerate(levels):
         first = freedom is equalities
-        solved = _solve_level(level, freedom, inequality, reference, band, sets, box, first)
+        if first and k < len(leading):
+            problem = leading[k]
+        else:
+            problem = _level_problem(level, freedom, reference, band, box)
+        if first:
+            built.append(problem)
+        solved = _solve_level(problem, freedom, inequality, sets, first)
         if isinstance(solved, str):
-            return CascadeResult(None, solved, weights)
+            return CascadeResult(None, solved, weights, leading=tuple(built))
         freedom, report = solved
         weights.append(report)
     # Least kinetic energy over the directions that move the joints, then the least weighted
@@ -267,27 +281,36 @@ def equality_freedom(hard: HardConstraints, nv: int) -> Freedom | None:
     return _motion_first(point, basis, nv)
 
 
-def _solve_level(
+def _level_problem(
     level: LevelRows,
     freedom: Freedom,
-    inequality: Inequalities,
     reference,
     band: float,
-    sets: WorkingSets,
     joint_box: tuple[np.ndarray, np.ndarray],
+) -> tuple:
+    """`level_problem`'s answer: the level's QP (the module docstring) over `freedom`."""
+    point, basis, moving = freedom
+    # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
+    orthonormal = basis.shape[0] == level.rows.shape[1]
+    return level_problem(
+        level.rows, level.target, level.generic_rank, point, basis, moving, reference, band,
+        orthonormal, LEVEL_TIE_BREAK, WEAK_STIFFNESS, *joint_box,
+    )  # fmt: skip
+
+
+def _solve_level(
+    problem: tuple,
+    freedom: Freedom,
+    inequality: Inequalities,
+    sets: WorkingSets,
     first: bool = False,
 ) -> tuple[Freedom, LevelWeights] | str:
-    """The level's QP (the module docstring) and the freedom it leaves, or why it failed.
+    """The level's QP `problem` (`_level_problem`) solved, the freedom it leaves, or why not.
 
     `first`: `freedom` is the hard equalities' own (`stage_qp.solve_stage`).
     """
     point, basis, moving = freedom
-    # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
-    orthonormal = basis.shape[0] == level.rows.shape[1]
-    authority, hessian, gradient, unbounded, fixed, *report = level_problem(
-        level.rows, level.target, level.generic_rank, point, basis, moving, reference, band,
-        orthonormal, LEVEL_TIE_BREAK, WEAK_STIFFNESS, *joint_box,
-    )  # fmt: skip
+    authority, hessian, gradient, unbounded, fixed, *report = problem
     if not authority:  # nothing this level can move: no authority, no pins
         sets.record(None)
         return freedom, NO_AUTHORITY

@@ -113,24 +113,24 @@ class StackProblem:
         reweigh = self.reweigh(shares)
         hard, joint_rows = self.hard_constraints(state, constraint, bounds, window)
         reference = self.reference(rows, state)
-        freedom = self._layout.freedom
-        if freedom is None:
-            freedom = equality_freedom(hard, self.robot.nv)
+        freedom = self._layout.freedom or equality_freedom(hard, self.robot.nv)
         result = solve_cascade(
             levels, hard, metric, reference, band, reweigh, self.working_sets, freedom
         )
         self.working_sets = result.working_sets
         if result.solution is not None or freedom is None:
             return result
+        built = result.leading  # the levels' problems, whichever rows are soft
         if bounds is not None:
+            joints = hard._replace(soft=joint_rows)
             softened = solve_cascade(
-                levels, hard._replace(soft=joint_rows), metric, reference, band, None, (), freedom
+                levels, joints, metric, reference, band, None, (), freedom, built
             )
             if softened.solution is not None:
                 return softened._replace(status=f'{result.status}; joint limits softened')
-        every = np.ones(hard.lower.shape[0], dtype=bool)
+        every = hard._replace(soft=np.ones(hard.lower.shape[0], dtype=bool))
         relaxed = solve_cascade(
-            levels, hard._replace(soft=every), metric, reference, band, reweigh, (), freedom
+            levels, every, metric, reference, band, reweigh, (), freedom, built
         )
         return relaxed._replace(status=f'{result.status}; every inequality softened')
 
