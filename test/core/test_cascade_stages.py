@@ -18,7 +18,7 @@ from robots import random_state, robot
 
 from wbc_control.control.contact.contacts import Contact
 from wbc_control.control.hierarchy import cascade, stage_qp
-from wbc_control.control.hierarchy.level_kernel import level_problem
+from wbc_control.control.hierarchy.level_kernel import CLAMP_LIMIT, level_problem
 from wbc_control.control.hierarchy.stage_kernel import (
     MEETS_ALL,
     NEEDS_QP,
@@ -67,8 +67,11 @@ def level_case(seed: int, forces: int, weak: bool):
     rank_drop=st.integers(0, 1),
     stiffness=st.sampled_from([1.0, 1e4]),  # the demand sets the damping, or the band does
     room=st.sampled_from([np.inf, 1.0]),  # no joint bounds, or bounds that clamp some steps
+    past=st.booleans(),  # x₀ past some bounds (no room at all some ways) or inside the box
 )
-def test_a_levels_problem_is_the_plain_numpy_one(seed, forces, weak, rank_drop, stiffness, room):
+def test_a_levels_problem_is_the_plain_numpy_one(
+    seed, forces, weak, rank_drop, stiffness, room, past
+):
     rows, target, rank, point, basis, moving, reference = level_case(seed, forces, weak)
     rank -= rank_drop
     band, tie_break = 0.03, 1e-3
@@ -78,6 +81,9 @@ def test_a_levels_problem_is_the_plain_numpy_one(seed, forces, weak, rank_drop, 
         point[:nv] - room * rng.uniform(0.1, 2.0, nv),
         point[:nv] + room * rng.uniform(0.1, 2.0, nv),
     )
+    if past and np.isfinite(room):  # every other joint's box moved wholly above x₀
+        shift = np.where(np.arange(nv) % 2 == 0, 2.5 * room, 0.0)
+        box = (box[0] + shift, box[1] + shift)
     authority, hessian, gradient, step, fixed, *report = level_problem(
         rows, target, rank, point, basis, moving, reference, band, forces == 0, tie_break,
         stiffness, *box,
@@ -193,8 +199,33 @@ def test_a_direction_with_an_unbounded_side_is_never_clamped():
     lowest, highest = np.array([-5.0, -1.0, -5.0]), np.array([5.0, np.inf, 5.0])
     _, step = middle_step(100.0, lowest, highest, point)
     assert step == pytest.approx(200.0, rel=1e-9)  # c / s, however large
-    _, step = middle_step(-100.0, lowest, highest, point)
+    _, step = middle_step(-10.0, lowest, highest, point)
     assert step == pytest.approx(-1.0, rel=1e-9)  # the bounded side clamps
+
+
+def clamped_step(residual: float, room: float) -> float:
+    """The middle direction's step (s = 0.5 of s_max = LARGEST) with `room` left above x₀."""
+    point = np.array([0.1, 0.3, -0.2])
+    lowest, highest = np.array([-5.0, -1.2, -5.0]), np.array([5.0, 0.3 + room, 5.0])
+    return middle_step(residual + 0.5 * 0.3, lowest, highest, point)[1]
+
+
+def test_the_clamp_weight_stops_at_its_limit_and_holds_it_where_the_room_has_closed():
+    """μ² = min(s |c| / h − s², L s_max²), and L s_max² where h ≤ 0: no jump as h closes."""
+    capped = 0.5 / (0.25 + CLAMP_LIMIT * LARGEST**2)  # the step per unit of residual
+    # Below the limit the step ends at the box's edge; the weight reaches it at
+    # |c| = (L s_max² + s²) h / s: on either side of that residual, then far beyond it.
+    room = 0.2
+    turn = (CLAMP_LIMIT * LARGEST**2 + 0.25) * room / 0.5
+    assert clamped_step(0.999 * turn, room) == pytest.approx(room, rel=1e-9)
+    assert clamped_step(1.001 * turn, room) == pytest.approx(1.001 * turn * capped, rel=1e-9)
+    assert clamped_step(1.001 * turn, room) > room  # the bound itself clips the rest
+    assert clamped_step(40.0, room) == pytest.approx(40.0 * capped, rel=1e-9)
+    # As the room closes, and once it has closed or x₀ is past the bound, the same step.
+    steps = [clamped_step(3.0, room) for room in (1e-3, 1e-9, 0.0, -0.1)]
+    np.testing.assert_allclose(steps, 3.0 * capped, rtol=1e-9)
+    # A residual away from the closed side meets the room on the other: not clamped.
+    assert clamped_step(-0.2, 0.0) == pytest.approx(-0.4, rel=1e-9)
 
 
 def stage_case(seed: int = 0):

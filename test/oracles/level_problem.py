@@ -12,6 +12,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import linprog
 
+from wbc_control.control.hierarchy.level_kernel import CLAMP_LIMIT
+
 
 class Level(NamedTuple):
     """The level's QP and report, as `level_problem` returns them (authority held)."""
@@ -56,9 +58,10 @@ def level_problem(
         # The box's support along the signed direction: the largest step the bounds allow.
         largest_step = linprog(-signed, bounds=list(zip(lowest, highest)), method='highs')
         reach = np.inf if largest_step.status == 3 else -largest_step.fun
-        step = abs(demand[i]) / values[i] if values[i] > 0 else np.inf
-        if 0 < reach < step:
-            towards_none[i] = values[i] * abs(demand[i]) / reach - values[i] ** 2
+        if values[i] > 0 and reach < abs(demand[i]) / values[i]:  # the step leaves the box
+            limit = CLAMP_LIMIT * values[0] ** 2  # the weight's cap, also where no room is left
+            exact = values[i] * abs(demand[i]) / reach - values[i] ** 2 if reach > 0 else np.inf
+            towards_none[i] = min(limit, exact)
     weights = towards_reference + towards_none
     weak = weights > 0.0
     condition = values[0] / values[count - 1] if values[count - 1] > 0.0 else np.inf

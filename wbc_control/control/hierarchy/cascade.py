@@ -50,10 +50,12 @@ The last term holds each direction's step inside the joint bounds' box, the sele
 least squares of Buss & Kim (2005): where the level's step along vᵢ, |cᵢ| / sᵢ, is larger than
 the room hᵢ the joint bounds leave that way from x₀ (the box's support), μᵢ² = sᵢ |cᵢ| / hᵢ − sᵢ²
 damps it to exactly hᵢ, towards no motion (not towards q̈_ref: a direction the level has full
-authority over keeps its priority); else μᵢ = 0. A step that meets every joint bound is inside
-the box's support, so where no bound binds the level is untouched. Clamped this way, a demand
-far beyond the bounds no longer makes the level's solution race along the directions the bounds
-do not yet hold, which, as a bound released or bound, stepped the command by tens of N m.
+authority over keeps its priority), with μᵢ² at most 3 s_max², also where hᵢ ≤ 0 (continuous
+as the room closes, `level_kernel.CLAMP_LIMIT`); else μᵢ = 0. A step that meets every joint
+bound is inside the box's support, so where no bound binds the level is untouched. Clamped this
+way, a demand far beyond the bounds no longer makes the level's solution race along the
+directions the bounds do not yet hold, which, as a bound released or bound, stepped the command
+by tens of N m.
 
 Each level's problem is built by one compiled call (`level_kernel`), each stage's QP solved by
 `stage_qp` (DAQP, quadprog where DAQP finds no solution), warm-started from the rows that bound
