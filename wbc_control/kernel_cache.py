@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 #: (paths in the package).
 KERNEL_SOURCES = (
     'cholesky_kernel.py',
+    'control/constraints/centre_of_pressure.py',
     'control/contact/contact_kernel.py',
     'control/constraints/joint_limits.py',
     'control/constraints/torque_limits.py',

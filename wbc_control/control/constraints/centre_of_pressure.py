@@ -17,26 +17,26 @@ and the resultant's own pyramid, which is `control.constraints.friction`'s. The 
 what a sole loaded near an edge or a corner can hold: a sole whose centre of pressure is on
 its corner can only turn the corner's force, m'_z = X f'_y − Y f'_x, where a bound of the yaw
 moment by the load alone lets the sole spin about that corner. Each absolute value opens into
-two rows: 4 + 8 = 12 rows C f ≤ 0 per surface contact, rebuilt every tick with R. f_z is the
-world-z force (horizontal ground), as for the friction pyramids; μ' is their coefficient
-(`friction.pyramid_coefficient`), so that every corner force is inside the Coulomb cone too.
+two rows: 4 + 8 = 12 rows C f ≤ 0 per surface contact, rebuilt every tick with R (one
+compiled call per sole, numba). f_z is the world-z force (horizontal ground), as for the
+friction pyramids; μ' is their coefficient (`friction.pyramid_coefficient`), so that every
+corner force is inside the Coulomb cone too.
 """
 
 from collections.abc import Sequence
 
+from numba import float64, types
 import numpy as np
 import numpy.typing as npt
 
 from wbc_control.control.constraints.friction import pyramid_coefficient
 from wbc_control.control.contact.contacts import Contact, ContactType
 from wbc_control.exceptions import InvalidValue
+from wbc_control.kernel_cache import kernel
+from wbc_control.kernel_types import MATRIX
 
 #: Rows per surface contact: ±m'_y ≤ X f_z, ±m'_x ≤ Y f_z, four for τ_min and four for τ_max.
 ROWS_PER_SOLE = 12
-#: (s₁, s₂) of the yaw rows: one row per choice of sign inside the two absolute values.
-_SIGNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
-_FIRST = np.array([[first] for first, _ in _SIGNS])
-_SECOND = np.array([[second] for _, second in _SIGNS])
 
 
 def surface_contact_count(contacts: Sequence[Contact]) -> int:
@@ -59,44 +59,59 @@ def centre_of_pressure_rows(
         friction_coefficient: μ of the Coulomb cone.
     """
     size = sum(contact.dim for contact in contacts)
-    blocks, start = [], 0
+    rows = np.zeros((ROWS_PER_SOLE * surface_contact_count(contacts), size))
+    half_length, half_width = float(half_size[0]), float(half_size[1])
+    inner = pyramid_coefficient(friction_coefficient)
+    first, start = 0, 0
     for contact, rotation in zip(contacts, rotations):
         if contact.kind is ContactType.SURFACE:
-            block = np.zeros((ROWS_PER_SOLE, size))
-            block[:, start : start + contact.dim] = _sole_rows(
-                contact, rotation, half_size, pyramid_coefficient(friction_coefficient)
-            )
-            blocks.append(block)
+            block = rows[first : first + ROWS_PER_SOLE, start : start + contact.dim]
+            _sole_rows(contact.rows, rotation, half_length, half_width, inner, block)
+            first += ROWS_PER_SOLE
         start += contact.dim
-    return np.vstack(blocks) if blocks else np.zeros((0, size))
-
-
-def _sole_rows(contact: Contact, rotation, half_size, inner: float) -> np.ndarray:
-    """One sole's 12 rows over its own force components `(12, dim)`."""
-    half_length, half_width = float(half_size[0]), float(half_size[1])
-    force = contact.rows[:, :3].dot(rotation)  # row i: how f_i moves f' = Rᵀ f
-    moment = contact.rows[:, 3:].dot(rotation)  # and m' = Rᵀ m
-    normal = contact.rows[:, 2]  # the world-z force
-    rows = np.empty((ROWS_PER_SOLE, normal.shape[0]))
-    rows[0] = moment[:, 1] - half_length * normal
-    rows[1] = -moment[:, 1] - half_length * normal
-    rows[2] = moment[:, 0] - half_width * normal
-    rows[3] = -moment[:, 0] - half_width * normal
-    reach = inner * (half_length + half_width) * normal
-    along_x = half_width * force[:, 0]
-    along_y = half_length * force[:, 1]
-    twist_x, twist_y = inner * moment[:, 0], inner * moment[:, 1]
-    # Rows 4, 6, 8, 10, m'_z ≥ τ_min, one per (s₁, s₂) of `_SIGNS`:
-    # −m'_z − μ'(X + Y) f_z + s₁(Y f'_x − μ' m'_x) + s₂(X f'_y − μ' m'_y) ≤ 0
-    rows[4::2] = (
-        (-moment[:, 2] - reach) + _FIRST * (along_x - twist_x) + _SECOND * (along_y - twist_y)
-    )
-    # Rows 5, 7, 9, 11, m'_z ≤ τ_max:
-    # m'_z − μ'(X + Y) f_z + s₁(Y f'_x + μ' m'_x) + s₂(X f'_y + μ' m'_y) ≤ 0
-    rows[5::2] = (
-        (moment[:, 2] - reach) + _FIRST * (along_x + twist_x) + _SECOND * (along_y + twist_y)
-    )
     return rows
+
+
+@kernel(
+    types.void(MATRIX, MATRIX, float64, float64, float64, types.Array(float64, 2, 'A')),
+    any_layout=True,
+)
+def _sole_rows(
+    selection, rotation, half_length, half_width, inner, rows
+):  # pragma: no cover - runs compiled
+    """One sole's 12 rows over its own force components, written into `rows` `(12, dim)`.
+
+    Row i of `selection` says how the contact's force component i moves the world wrench;
+    f' = Rᵀ f and m' = Rᵀ m in the sole's axes. The yaw rows take one row per choice of the
+    signs (s₁, s₂) inside the two absolute values: (1, 1), (1, −1), (−1, 1), (−1, −1).
+    """
+    reach_scale = inner * (half_length + half_width)
+    for i in range(selection.shape[0]):
+        force = np.zeros(3)  # how f_i moves f' (row i of selection[:, :3] R)
+        moment = np.zeros(3)  # and m'
+        for c in range(3):
+            for k in range(3):
+                force[c] += selection[i, k] * rotation[k, c]
+                moment[c] += selection[i, 3 + k] * rotation[k, c]
+        normal = selection[i, 2]  # the world-z force
+        rows[0, i] = moment[1] - half_length * normal
+        rows[1, i] = -moment[1] - half_length * normal
+        rows[2, i] = moment[0] - half_width * normal
+        rows[3, i] = -moment[0] - half_width * normal
+        reach = reach_scale * normal
+        along_x, along_y = half_width * force[0], half_length * force[1]
+        twist_x, twist_y = inner * moment[0], inner * moment[1]
+        for k in range(4):
+            first = 1.0 if k < 2 else -1.0
+            second = 1.0 if k % 2 == 0 else -1.0
+            # m'_z ≥ τ_min: −m'_z − μ'(X + Y) f_z + s₁(Y f'_x − μ' m'_x) + s₂(X f'_y − μ' m'_y) ≤ 0
+            rows[4 + 2 * k, i] = (
+                (-moment[2] - reach) + first * (along_x - twist_x) + second * (along_y - twist_y)
+            )
+            # m'_z ≤ τ_max: m'_z − μ'(X + Y) f_z + s₁(Y f'_x + μ' m'_x) + s₂(X f'_y + μ' m'_y) ≤ 0
+            rows[5 + 2 * k, i] = (
+                (moment[2] - reach) + first * (along_x + twist_x) + second * (along_y + twist_y)
+            )
 
 
 def sole_half_size(size: npt.ArrayLike | None) -> np.ndarray | None:
