@@ -100,10 +100,15 @@ def loop_of(robot: RobotModel, parameters: dict) -> ControllerLoop:
     return build_loop(robot, settings, build_entries(robot, specs), contacts, 1.0)
 
 
-def run(simulation: MujocoSimulation, loop: ControllerLoop) -> np.ndarray:
-    """TICKS commands computed, sent and simulated; the commands `(TICKS, n_act)`."""
+def run(
+    simulation: MujocoSimulation, loop: ControllerLoop, ticks: int = TICKS, after=None
+) -> np.ndarray:
+    """`ticks` commands computed, sent and simulated; the commands `(ticks, n_act)`.
+
+    `after`: called after each simulated period (to record the simulation's state).
+    """
     floating, now_s, commands = simulation.base is not None, 0.0, []
-    for _ in range(TICKS):
+    for _ in range(ticks):
         pose = simulation.base_pose() if floating else None
         twist = simulation.base_twist() if floating else None
         positions, velocities = simulation.joint_positions(), simulation.joint_velocities()
@@ -114,6 +119,8 @@ def run(simulation: MujocoSimulation, loop: ControllerLoop) -> np.ndarray:
         simulation.step(STEPS)
         now_s += CONTROL_PERIOD_S
         commands.append(outcome.torque.copy())
+        if after is not None:
+            after()
     return np.array(commands)
 
 
@@ -187,25 +194,18 @@ def test_an_arm_reaching_1_2_m_beyond_its_reach_comes_to_rest_inside_its_limits(
     }  # fmt: skip
     parameters = {'task_names': ['tip', 'posture'], 'tasks': tasks}
     parameters['torque_rate_limit'] = rate_limit
-    loop = loop_of(robot, parameters)
     lower, upper = robot.position_limits
-    now_s, commands, speeds, beyond = 0.0, [], [], -np.inf
-    for _ in range(REACH_TICKS):
-        outcome = loop.tick(
-            simulation.joint_positions(), simulation.joint_velocities(), None, None, now_s, now_s
-        )
-        assert not outcome.error and outcome.bug is None, outcome.error
-        loop.sent(now_s)
-        simulation.apply_torque(outcome.torque)
-        simulation.step(STEPS)
-        now_s += CONTROL_PERIOD_S
-        commands.append(outcome.torque.copy())
+    speeds, beyond = [], [-np.inf]
+
+    def record() -> None:
         speeds.append(np.abs(simulation.joint_velocities()).max())
         q = simulation.joint_positions()
-        beyond = max(beyond, float(np.nanmax(np.maximum(lower - q, q - upper))))
+        beyond.append(float(np.nanmax(np.maximum(lower - q, q - upper))))
+
+    commands = run(simulation, loop_of(robot, parameters), REACH_TICKS, record)
     speed = max(speeds[-round(1.0 / CONTROL_PERIOD_S) :])
     assert speed < REST_SPEED, f'still moving at {speed:.4f} rad/s over the last second'
-    assert beyond <= 0.0, f'a joint {beyond:.4f} past its limit'
+    assert max(beyond) <= 0.0, f'a joint {max(beyond):.4f} past its limit'
     limits = robot.effort_limits
     late = np.abs(np.diff(commands, axis=0))[round(0.5 / CONTROL_PERIOD_S) :].max(axis=1)
     steps = late > 0.05 * limits.max()
