@@ -86,9 +86,11 @@ def _sole_rows(
     signs (s₁, s₂) inside the two absolute values: (1, 1), (1, −1), (−1, 1), (−1, −1).
     """
     reach_scale = inner * (half_length + half_width)
+    force = np.empty(3)  # how f_i moves f' (row i of selection[:, :3] R)
+    moment = np.empty(3)  # and m'
     for i in range(selection.shape[0]):
-        force = np.zeros(3)  # how f_i moves f' (row i of selection[:, :3] R)
-        moment = np.zeros(3)  # and m'
+        force[:] = 0.0
+        moment[:] = 0.0
         for c in range(3):
             for k in range(3):
                 force[c] += selection[i, k] * rotation[k, c]
