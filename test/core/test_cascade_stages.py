@@ -241,14 +241,15 @@ def stage_case(seed: int = 0):
     return rows, lower, upper, point, basis, step
 
 
-def call(rows, lower, upper, point, basis, step, soft=None, hessian=None):
+def call(rows, lower, upper, point, basis, step, soft=None, hessian=None, warm=None):
     size = basis.shape[1]
+    warm = np.zeros(0, dtype=np.int8) if warm is None else warm
     soft = np.zeros(rows.shape[0], dtype=bool) if soft is None else soft
     hessian = np.diag(np.arange(1.0, size + 1.0)) if hessian is None else hessian
     norms = np.linalg.norm(rows, axis=1)
     return stage_problem(
         hessian, np.linspace(-1.0, 1.0, size), rows, lower, upper, soft, norms, point, basis,
-        step, PRIMAL, CARRIED, DEGENERATE, SOFT,
+        step, warm, PRIMAL, CARRIED, DEGENERATE, SOFT,
     )  # fmt: skip
 
 
@@ -282,7 +283,7 @@ def test_the_rows_go_scaled_with_the_bounds_the_start_point_meets_widened_to_it(
     lower = lower.copy()
     lower[1] = offset[1] + 0.5 * carried[1]  # met to `carried`: widened to the start point
     lower[2] = offset[2] + 2.0 * carried[2]  # beyond it: kept
-    verdict, _, _, out, low, high, hard = call(rows, lower, upper, point, basis, step)
+    verdict, _, _, out, low, high, hard, *_ = call(rows, lower, upper, point, basis, step)
     assert verdict == NEEDS_QP
     assert hard.tolist() == [0, 1, 2]
     norms = np.linalg.norm(rows.dot(basis), axis=1)
@@ -290,6 +291,26 @@ def test_the_rows_go_scaled_with_the_bounds_the_start_point_meets_widened_to_it(
     assert low[1] == 0.0
     assert low[2] == pytest.approx((lower[2] - offset[2]) / norms[2], rel=1e-12)
     np.testing.assert_allclose(high, (upper - offset) / norms, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ('warm', 'sense'),
+    [(None, [0, 0, 0, 0]), ([0, 0, 0], [0, 0, 0, 0]), ([-1, 0, 1], [3, 0, 0, 0])],
+)
+def test_daqps_first_working_set_is_the_last_ticks_sides_of_the_hard_rows_only(warm, sense):
+    """Row 2 is soft (its two sides go last, free): only hard rows start bound (3 low, 1 high)."""
+    rows, lower, upper, point, basis, step = violated(*stage_case())
+    soft = np.array([False, False, True])
+    warm = None if warm is None else np.array(warm, dtype=np.int8)
+    verdict, *_, hard, found, warmed = call(
+        rows, lower, upper, point, basis, step, soft, warm=warm
+    )
+    assert verdict == NEEDS_QP and hard.tolist() == [0, 1]
+    assert found.dtype == np.intc and found.tolist() == sense
+    assert warmed == any(sense)
+    upper_side = np.array([1, -1, -1], dtype=np.int8)  # row 0 at its upper bound, row 1 lower
+    *_, found, warmed = call(rows, lower, upper, point, basis, step, soft, warm=upper_side)
+    assert found.tolist() == [1, 3, 0, 0] and warmed
 
 
 @pytest.mark.parametrize(('factor', 'soft'), [(0.99, True), (1.01, False)])
@@ -306,7 +327,7 @@ def test_a_row_the_stage_can_hardly_move_is_soft_below_the_degenerate_ratio(fact
     values = rows[2].dot(point + basis.dot(step))
     lower, upper = lower.copy(), upper.copy()
     lower[2], upper[2] = values - 1.0, values + 1.0
-    verdict, curvature, gradient, out, low, high, hard = call(
+    verdict, curvature, gradient, out, low, high, hard, *_ = call(
         rows, lower, upper, point, basis, step
     )
     assert verdict == NEEDS_QP
@@ -334,7 +355,7 @@ def test_a_row_too_small_to_move_anything_is_infeasible_only_where_its_bounds_ex
     for low, expected in ((offset - 1.0, NEEDS_QP), (offset + 1.0, STUCK)):
         lower = lower.copy()
         lower[1], upper[1] = low, offset + 2.0
-        verdict, *_, hard = call(rows, lower, upper, point, basis, step)
+        verdict, *_, hard, _, _ = call(rows, lower, upper, point, basis, step)
         assert verdict == expected
         assert expected == STUCK or 1 not in hard
     soft = np.array([False, True, False])  # a soft one gives way instead

@@ -10,7 +10,7 @@ cache after the first time.
 
 import math
 
-from numba import float64, int64, types
+from numba import boolean, float64, int8, int64, intc, types
 import numpy as np
 
 from wbc_control.kernel_cache import kernel
@@ -19,15 +19,23 @@ from wbc_control.kernel_types import C_MATRIX, C_VECTOR, FLAGS, MATRIX, VECTOR
 #: `stage_problem`'s verdicts.
 MEETS_ALL, NEEDS_QP, STUCK = 0, 1, 2
 
+#: DAQP's constraint flags: active at the lower bound (ACTIVE | LOWER), active at the upper.
+SENSE_LOWER, SENSE_UPPER = 3, 1
+
 STAGE_PROBLEM = types.Tuple(
-    (int64, C_MATRIX, C_VECTOR, C_MATRIX, C_VECTOR, C_VECTOR, types.Array(int64, 1, 'C'))
-)
+    (
+        int64, C_MATRIX, C_VECTOR, C_MATRIX, C_VECTOR, C_VECTOR, types.Array(int64, 1, 'C'),
+        types.Array(intc, 1, 'C'), boolean,
+    )
+)  # fmt: skip
+#: A working set: per row, -1 bound at its lower side, +1 at its upper, 0 free.
+WORKING_SET = types.Array(int8, 1, 'A', readonly=True)
 
 
 @kernel(
     STAGE_PROBLEM(
         MATRIX, VECTOR, MATRIX, VECTOR, VECTOR, FLAGS, VECTOR, VECTOR, MATRIX, VECTOR,
-        float64, float64, float64, float64,
+        WORKING_SET, float64, float64, float64, float64,
     ),
     any_layout=True,
 )  # fmt: skip
@@ -42,12 +50,13 @@ def stage_problem(
     point,
     basis,
     step,
+    warm,
     primal,
     carried,
     degenerate,
     soft_weight,
 ):  # pragma: no cover - runs compiled
-    """(verdict, H, g, rows, lower, upper, hard) of the stage's QP (the module docstring).
+    """(verdict, H, g, rows, lower, upper, hard, sense, warmed): the stage's QP (module docstring).
 
     The QP is min ½ zᵀ H z + gᵀ z s.t. lower ≤ rows z ≤ upper over z and a slack per soft row.
     A row i of C goes to the solver where ‖cᵢ Z‖ is above 1e-12 of the largest, scaled to
@@ -59,7 +68,10 @@ def stage_problem(
     optimum |sᵢ| is its violation, half the gap where lower > upper), and sᵢ costs
     w (min(ratio / `degenerate`, 1))² ‖cᵢ Z‖² sᵢ² in the scaled units (the factor 1 for a row
     marked soft), w = `soft_weight` times H's mean curvature. `step`: the closed-form step,
-    which meets a row to `primal` (relative).
+    which meets a row to `primal` (relative). `sense`: DAQP's first working set over the rows
+    handed over, from `warm` (the rows of C that bound the stage at the last tick, as
+    `stage_qp.solve_stage`'s `active`; empty: none) for the hard rows, free for the others;
+    `warmed`: any row of it not free.
     """
     count, size = rows.shape[0], basis.shape[1]
     c_rows = np.ascontiguousarray(rows)
@@ -67,7 +79,7 @@ def stage_problem(
     offset = c_rows.dot(np.ascontiguousarray(point))
     values = matrix.dot(np.ascontiguousarray(step))
     empty = (np.zeros((0, 0)), np.zeros(0), np.zeros((0, 0)), np.zeros(0), np.zeros(0))
-    none = np.zeros(0, np.int64)
+    none, no_sense = np.zeros(0, np.int64), np.zeros(0, np.intc)
     meets = True
     for i in range(count):
         slack = primal * (1.0 + abs(values[i]))
@@ -75,7 +87,7 @@ def stage_problem(
             meets = False
             break
     if meets:
-        return (MEETS_ALL, *empty, none)
+        return (MEETS_ALL, *empty, none, no_sense, False)
     reduced_norms = np.empty(count)
     for i in range(count):
         total = 0.0
@@ -99,7 +111,7 @@ def stage_problem(
         if not norm > threshold:
             slack = primal * (1.0 + abs(values[i]))
             if not is_soft and (low[i] > slack or high[i] < -slack):
-                return (STUCK, *empty, none)
+                return (STUCK, *empty, none, no_sense, False)
             reduced_norms[i] = 0.0  # not handed over
             continue
         if is_soft:
@@ -141,4 +153,12 @@ def stage_problem(
             s += 1
         for j in range(size):
             out[first, j] = out[second, j] = matrix[i, j] / norm
-    return NEEDS_QP, curvature, linear, out, out_lower, out_upper, hard
+    sense = np.zeros(hard_count + 2 * soft_count, np.intc)
+    warmed = False
+    if warm.shape[0]:
+        for h in range(hard_count):
+            side = warm[hard[h]]
+            if side != 0:
+                sense[h] = SENSE_LOWER if side < 0 else SENSE_UPPER
+                warmed = True
+    return NEEDS_QP, curvature, linear, out, out_lower, out_upper, hard, sense, warmed

@@ -42,9 +42,9 @@ DAQP_INFEASIBLE = -1
 #: `_daqp`'s answer where DAQP proved the stage infeasible (no fallback to try).
 INFEASIBLE = np.zeros(0)
 
-#: DAQP's constraint flags by the side a row binds (-1 lower, 0 none, +1 upper): active and
-#: at its lower bound (ACTIVE | LOWER), free, active at its upper bound (ACTIVE).
-_SENSE = np.array([3, 0, 1], dtype=np.intc)
+#: No working set to start from (`solve_stage`'s `warm` None).
+_COLD = np.zeros(0, dtype=np.int8)
+_COLD.flags.writeable = False
 
 
 class Inequalities(NamedTuple):
@@ -88,19 +88,17 @@ def solve_stage(
     hard equalities' own solution and freedom (no stage above moved x₀ onto a bound), where
     DAQP's proof of infeasibility is trusted (`_daqp`).
     """
-    verdict, curvature, gradient, rows, low, high, hard = stage_problem(
+    verdict, curvature, gradient, rows, low, high, hard, sense, warmed = stage_problem(
         hessian, gradient, inequality.rows, inequality.lower, inequality.upper,
         inequality.soft, inequality.norms, point, basis, unbounded,
+        _COLD if warm is None else warm,
         PRIMAL_TOLERANCE, CARRIED_TOLERANCE, DEGENERATE, SOFT_WEIGHT,
     )  # fmt: skip
     if verdict == MEETS_ALL:
         return unbounded, '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
     if verdict == STUCK:
         return None, 'a constraint no direction left can meet', None
-    sense = np.zeros(low.shape[0], dtype=np.intc)
-    if warm is not None:
-        sense[: hard.shape[0]] = _SENSE[warm[hard] + 1]
-    z, multipliers = _daqp(curvature, gradient, rows, low, high, sense, first)
+    z, multipliers = _daqp(curvature, gradient, rows, low, high, sense, warmed, first)
     active = np.zeros(inequality.lower.shape[0], dtype=np.int8)
     if z is INFEASIBLE:
         return None, 'the hard constraints have no common solution (DAQP)', None
@@ -113,10 +111,11 @@ def solve_stage(
     return z[: hessian.shape[0]], '', active
 
 
-def _daqp(curvature, gradient, rows, lower, upper, sense, first: bool = False):
+def _daqp(curvature, gradient, rows, lower, upper, sense, warmed: bool, first: bool = False):
     """(z, multipliers) of min ½ zᵀ H z + gᵀ z s.t. lower ≤ rows z ≤ upper, (None, None) if none.
 
-    `sense`: DAQP's first working set (`_SENSE`); where it fails from there it starts afresh.
+    `sense`: DAQP's first working set (`stage_kernel.SENSE_LOWER`, ...), which DAQP overwrites;
+    where it fails from there (`warmed`: `sense` was not empty) it starts afresh.
     The point the stages above left often sits on more bounds than the stage has unknowns (no
     LICQ); where DAQP's working set cycles there at `PRIMAL_TOLERANCE`, it solves at the
     looser `DEGENERATE_TOLERANCE`. `first` (a stage over the hard equalities' own freedom,
@@ -127,21 +126,21 @@ def _daqp(curvature, gradient, rows, lower, upper, sense, first: bool = False):
     """
     if daqp is None:
         return None, None
-    rows = np.ascontiguousarray(rows)
-    attempts = [(sense, PRIMAL_TOLERANCE)]
-    if sense.any():
-        sense = np.zeros_like(sense)
-        attempts.append((sense, PRIMAL_TOLERANCE))
-    attempts.append((sense, DEGENERATE_TOLERANCE))
-    for start, tolerance in attempts:
-        z, _, flag, info = daqp.solve(
-            curvature, gradient, rows, upper, lower, start.copy(), primal_tol=tolerance
-        )
-        if flag >= 1:
-            return np.asarray(z), np.asarray(info['lam'])
-        if first and flag == DAQP_INFEASIBLE:
-            return INFEASIBLE, None
-    return None, None
+    z, _, flag, info = daqp.solve(
+        curvature, gradient, rows, upper, lower, sense, primal_tol=PRIMAL_TOLERANCE
+    )
+    if flag < 1 and not (first and flag == DAQP_INFEASIBLE):  # afresh, then looser
+        retries = (PRIMAL_TOLERANCE,) if warmed else ()
+        for tolerance in (*retries, DEGENERATE_TOLERANCE):
+            cold = np.zeros_like(sense)
+            z, _, flag, info = daqp.solve(
+                curvature, gradient, rows, upper, lower, cold, primal_tol=tolerance
+            )
+            if flag >= 1 or (first and flag == DAQP_INFEASIBLE):
+                break
+    if flag >= 1:
+        return np.asarray(z), np.asarray(info['lam'])
+    return (INFEASIBLE if first and flag == DAQP_INFEASIBLE else None), None
 
 
 def _quadprog(curvature, gradient, rows, lower, upper) -> np.ndarray | str:
