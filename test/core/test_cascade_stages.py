@@ -24,6 +24,7 @@ from wbc_control.control.hierarchy.stage_kernel import (
     NEEDS_QP,
     STUCK,
     stage_problem,
+    working_set,
 )
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.tasks import ComTask, FramePositionTask, JointPostureTask
@@ -311,6 +312,14 @@ def test_daqps_first_working_set_is_the_last_ticks_sides_of_the_hard_rows_only(w
     upper_side = np.array([1, -1, -1], dtype=np.int8)  # row 0 at its upper bound, row 1 lower
     *_, found, warmed = call(rows, lower, upper, point, basis, step, soft, warm=upper_side)
     assert found.tolist() == [1, 3, 0, 0] and warmed
+
+
+def test_the_working_set_is_the_sign_of_each_hard_rows_multiplier_and_free_elsewhere():
+    """Rows 3, 0, 4 handed over in that order; 1, 2 not (soft or dropped); slack rows after."""
+    hard = np.array([3, 0, 4], dtype=np.int64)
+    multipliers = np.array([-2.5, 0.0, 1e-300, 7.0, -1.0])  # the last two: soft rows' sides
+    assert working_set(6, hard, multipliers).tolist() == [0, 0, 0, -1, 1, 0]
+    assert working_set(2, np.zeros(0, dtype=np.int64), np.zeros(0)).tolist() == [0, 0]
 
 
 @pytest.mark.parametrize(('factor', 'soft'), [(0.99, True), (1.01, False)])

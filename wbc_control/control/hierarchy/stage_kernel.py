@@ -14,7 +14,7 @@ from numba import boolean, float64, int8, int64, intc, types
 import numpy as np
 
 from wbc_control.kernel_cache import kernel
-from wbc_control.kernel_types import C_MATRIX, C_VECTOR, FLAGS, MATRIX, VECTOR
+from wbc_control.kernel_types import C_MATRIX, C_VECTOR, FLAGS, INDEX, MATRIX, VECTOR
 
 #: `stage_problem`'s verdicts.
 MEETS_ALL, NEEDS_QP, STUCK = 0, 1, 2
@@ -162,3 +162,19 @@ def stage_problem(
                 sense[h] = SENSE_LOWER if side < 0 else SENSE_UPPER
                 warmed = True
     return NEEDS_QP, curvature, linear, out, out_lower, out_upper, hard, sense, warmed
+
+
+@kernel(types.Array(int8, 1, 'C')(int64, INDEX, VECTOR))
+def working_set(count, hard, multipliers):  # pragma: no cover - runs compiled
+    """The side each of `count` rows binds at a QP's solution: +1 upper, -1 lower, 0 none.
+
+    sign(λ) of the rows `hard` (as `stage_problem` handed them over: the QP's multipliers
+    `multipliers` are theirs first, in that order), 0 for the others.
+    """
+    active = np.zeros(count, np.int8)
+    for h in range(hard.shape[0]):
+        if multipliers[h] > 0.0:
+            active[hard[h]] = 1
+        elif multipliers[h] < 0.0:
+            active[hard[h]] = -1
+    return active

@@ -15,7 +15,12 @@ from typing import NamedTuple
 import numpy as np
 import quadprog
 
-from wbc_control.control.hierarchy.stage_kernel import MEETS_ALL, STUCK, stage_problem
+from wbc_control.control.hierarchy.stage_kernel import (
+    MEETS_ALL,
+    STUCK,
+    stage_problem,
+    working_set,
+)
 
 try:  # optional: faster and more precise where installed (pip only, no rosdep key)
     import daqp
@@ -99,16 +104,14 @@ def solve_stage(
     if verdict == STUCK:
         return None, 'a constraint no direction left can meet', None
     z, multipliers = _daqp(curvature, gradient, rows, low, high, sense, warmed, first)
-    active = np.zeros(inequality.lower.shape[0], dtype=np.int8)
     if z is INFEASIBLE:
         return None, 'the hard constraints have no common solution (DAQP)', None
     if z is None:
         z = _quadprog(curvature, gradient, rows, low, high)
         if isinstance(z, str):
             return None, z, None
-    else:
-        active[hard] = np.sign(multipliers[: hard.shape[0]])
-    return z[: hessian.shape[0]], '', active
+        return z[: hessian.shape[0]], '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
+    return z[: hessian.shape[0]], '', working_set(inequality.lower.shape[0], hard, multipliers)
 
 
 def _daqp(curvature, gradient, rows, lower, upper, sense, warmed: bool, first: bool = False):
