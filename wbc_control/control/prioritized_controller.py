@@ -312,8 +312,14 @@ class PrioritizedController:
             )
         acceleration = result.solution[: self.robot.nv]
         torque, forces = self._torque(state, acceleration, constraint, result.solution)
-        saturated, rate_limited = self._at_range(torque, window)
-        at_limit = self._at_limit(acceleration, bounds)
+        # At an effort limit: saturated; at the rate window's edge inside it: rate limited.
+        saturated, rate_limited = range_flags(
+            torque, window[0], window[1], self.limiter.effort_limits
+        )
+        at_limit = None  # which joints sit on a bound `(n_act,)`, None without joint limits
+        if bounds is not None:
+            found, held = held_joints(acceleration[self._actuated], bounds[0], bounds[1])
+            at_limit = held if found else None
         contact_reports, residual = (), 0.0
         if forces is not None:
             contact_reports = ContactReports(
@@ -344,23 +350,6 @@ class PrioritizedController:
             () if at_limit is None else LazyReports(self.joint_limits.names, at_limit),
             result.status or 'solved',
         )
-
-    def _at_range(self, torque: np.ndarray, window) -> tuple[np.ndarray, np.ndarray]:
-        """The joints the hierarchy holds at the edge of the command's range `(n_act,)` each.
-
-        At an effort limit: saturated; at the rate window's edge inside it: rate limited.
-        """
-        saturated, rate_limited = range_flags(
-            torque, window[0], window[1], self.limiter.effort_limits
-        )
-        return saturated, rate_limited
-
-    def _at_limit(self, acceleration, bounds) -> np.ndarray | None:
-        """Which joints sit on a bound `(n_act,)` (None without joint limits)."""
-        if bounds is None:
-            return None
-        found, held = held_joints(acceleration[self._actuated], bounds[0], bounds[1])
-        return held if found else None
 
     def _torque(self, state: RobotState, acceleration: np.ndarray, constraint, solution=None):
         """τ = S (M q̈ + h − Aᵀf) `(n_act,)` and the contact forces (None without contacts).

@@ -220,12 +220,18 @@ def solve_cascade(
     box = hard.box if hard.box is not None else unbounded_box(nv)
     sets = WorkingSets(warm, inequality.lower.shape[0])
     weights, equalities, built = [], freedom, []
+    # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
+    orthonormal = nx == nv
     for k, level in enumerate(levels):
         first = freedom is equalities
         if first and k < len(leading):
             problem = leading[k]
-        else:
-            problem = _level_problem(level, freedom, reference, band, box)
+        else:  # the level's QP (the module docstring) over `freedom`
+            problem = level_problem(
+                level.rows, level.target, level.generic_rank, freedom.point, freedom.basis,
+                freedom.moving, reference, band, orthonormal, LEVEL_TIE_BREAK, WEAK_STIFFNESS,
+                *box,
+            )  # fmt: skip
         if first:
             built.append(problem)
         solved = _solve_level(problem, freedom, inequality, sets, first)
@@ -259,11 +265,19 @@ def _inequality_rows(hard: HardConstraints, basis: np.ndarray) -> Inequalities:
     Without equalities they are `hard`'s rows themselves (views) and the freedom all of x.
     """
     equal = hard.equality
-    soft = np.zeros(equal.shape, dtype=bool) if hard.soft is None else hard.soft
-    if not equal.any():
+    soft = _none_soft(equal.shape[0]) if hard.soft is None else hard.soft
+    if not np.count_nonzero(equal):
         return inequalities(hard.rows, hard.lower, hard.upper, soft)
     keep = ~equal
     return inequalities(hard.rows[keep], hard.lower[keep], hard.upper[keep], soft[keep], basis)
+
+
+@cache
+def _none_soft(rows: int) -> np.ndarray:
+    """No row soft: `rows` False flags, read-only, shared."""
+    flags = np.zeros(rows, dtype=bool)
+    flags.flags.writeable = False
+    return flags
 
 
 @cache
@@ -283,23 +297,6 @@ def equality_freedom(hard: HardConstraints, nv: int) -> Freedom | None:
     return _motion_first(point, basis, nv)
 
 
-def _level_problem(
-    level: LevelRows,
-    freedom: Freedom,
-    reference,
-    band: float,
-    joint_box: tuple[np.ndarray, np.ndarray],
-) -> tuple:
-    """`level_problem`'s answer: the level's QP (the module docstring) over `freedom`."""
-    point, basis, moving = freedom
-    # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
-    orthonormal = basis.shape[0] == level.rows.shape[1]
-    return level_problem(
-        level.rows, level.target, level.generic_rank, point, basis, moving, reference, band,
-        orthonormal, LEVEL_TIE_BREAK, WEAK_STIFFNESS, *joint_box,
-    )  # fmt: skip
-
-
 def _solve_level(
     problem: tuple,
     freedom: Freedom,
@@ -307,7 +304,7 @@ def _solve_level(
     sets: WorkingSets,
     first: bool = False,
 ) -> tuple[Freedom, LevelWeights] | str:
-    """The level's QP `problem` (`_level_problem`) solved, the freedom it leaves, or why not.
+    """The level's QP `problem` (`level_problem`'s) solved, the freedom it leaves, or why not.
 
     `first`: `freedom` is the hard equalities' own (`stage_qp.solve_stage`).
     """

@@ -35,6 +35,7 @@ from wbc_control.control.hierarchy.cascade import (
     solve_cascade,
 )
 from wbc_control.control.hierarchy.problem_kernel import torque_and_joint_rows, weighted_rows
+from wbc_control.control.hierarchy.stage_qp import einsum
 from wbc_control.control.switching.task_activation import Stack
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
@@ -145,7 +146,7 @@ class StackProblem:
         (`problem_kernel.weighted_rows`) into buffers the levels' rows are views of.
         """
         jacobian = rows.jacobian
-        mobility = np.einsum('ij,ij->i', jacobian.dot(mobility_inverse(state)), jacobian)
+        mobility = einsum('ij,ij->i', jacobian.dot(mobility_inverse(state)), jacobian)
         if self._weighted is None or self._weighted.rows is not rows:
             self._weighted = self._weighted_buffers(rows)
         if weights is not self._weights:

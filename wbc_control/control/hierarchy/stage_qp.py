@@ -26,6 +26,10 @@ try:  # optional: faster and more precise where installed (pip only, no rosdep k
     import daqp
 except ImportError:  # pragma: no cover - the test environments install it
     daqp = None
+try:  # numpy's compiled einsum, which np.einsum calls after a dispatch and a Python wrapper
+    from numpy._core.multiarray import c_einsum as einsum
+except ImportError:  # pragma: no cover - numpy 1 (the same function, called through np.einsum)
+    einsum = np.einsum
 
 #: How far the closed-form step may leave an inequality and still count as meeting it.
 PRIMAL_TOLERANCE = 1e-8
@@ -70,7 +74,7 @@ def inequalities(rows, lower, upper, soft, basis=None) -> Inequalities:
     equalities hold exactly, so what they take from a row is no rounding of the stages above.
     """
     reduced = rows if basis is None else rows.dot(basis)
-    return Inequalities(rows, lower, upper, soft, np.sqrt(np.einsum('ij,ij->i', reduced, reduced)))
+    return Inequalities(rows, lower, upper, soft, np.sqrt(einsum('ij,ij->i', reduced, reduced)))
 
 
 def solve_stage(
