@@ -20,6 +20,7 @@ from wbc_control.control.contact.contacts import Contact
 from wbc_control.control.hierarchy import cascade, stage_qp
 from wbc_control.control.hierarchy.level_kernel import CLAMP_LIMIT, level_problem
 from wbc_control.control.hierarchy.stage_kernel import (
+    HARD_SHARE,
     MEETS_ALL,
     NEEDS_QP,
     STUCK,
@@ -29,7 +30,7 @@ from wbc_control.control.hierarchy.stage_kernel import (
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.tasks import ComTask, FramePositionTask, JointPostureTask
 
-PRIMAL, CARRIED, DEGENERATE, SOFT = 1e-8, 1e-5, 1e-2, 1e4
+PRIMAL, CARRIED, DEGENERATE, SOFT = 1e-8, 1e-5, stage_qp.DEGENERATE, 1e4
 
 
 def freedom(rng, nv: int, forces: int, moving: int, still: int):
@@ -250,7 +251,7 @@ def call(rows, lower, upper, point, basis, step, soft=None, hessian=None, warm=N
     norms = np.linalg.norm(rows, axis=1)
     return stage_problem(
         hessian, np.linspace(-1.0, 1.0, size), rows, lower, upper, soft, norms, point, basis,
-        step, warm, PRIMAL, CARRIED, DEGENERATE, SOFT,
+        step, warm, PRIMAL, CARRIED, np.full(rows.shape[0], DEGENERATE), SOFT,
     )  # fmt: skip
 
 
@@ -322,17 +323,29 @@ def test_the_working_set_is_the_sign_of_each_hard_rows_multiplier_and_free_elsew
     assert working_set(2, np.zeros(0, dtype=np.int64), np.zeros(0)).tolist() == [0, 0]
 
 
-@pytest.mark.parametrize(('factor', 'soft'), [(0.99, True), (1.01, False)])
+def with_ratio(rows: np.ndarray, basis: np.ndarray, row: int, ratio: float) -> np.ndarray:
+    """`rows` with row `row` turned so that ‖c Z‖ / ‖c‖ = `ratio` (Z = `basis`)."""
+    inside = basis.dot(basis.T.dot(rows[row]))
+    outside = rows[row] - inside
+    along = ratio * np.linalg.norm(outside) / np.sqrt(1.0 - ratio**2)
+    rows = rows.copy()
+    rows[row] = outside + along * inside / np.linalg.norm(inside)
+    return rows
+
+
+@pytest.mark.parametrize(
+    ('factor', 'soft'),
+    [
+        (0.5, True),
+        (HARD_SHARE * (1 - 1e-6), True),
+        (HARD_SHARE * (1 + 1e-6), False),
+        (1.01, False),
+    ],
+)
 def test_a_row_the_stage_can_hardly_move_is_soft_below_the_degenerate_ratio(factor, soft):
     rows, lower, upper, point, basis, step = violated(*stage_case())
     # Row 2 made mostly orthogonal to the freedom: ‖c Z‖ / ‖c‖ = factor · DEGENERATE.
-    inside = basis.dot(basis.T.dot(rows[2]))
-    outside = rows[2] - inside
-    along = (
-        factor * DEGENERATE * np.linalg.norm(outside) / np.sqrt(1.0 - (factor * DEGENERATE) ** 2)
-    )
-    rows = rows.copy()
-    rows[2] = outside + along * inside / np.linalg.norm(inside)
+    rows = with_ratio(rows, basis, 2, factor * DEGENERATE)
     values = rows[2].dot(point + basis.dot(step))
     lower, upper = lower.copy(), upper.copy()
     lower[2], upper[2] = values - 1.0, values + 1.0
@@ -343,12 +356,79 @@ def test_a_row_the_stage_can_hardly_move_is_soft_below_the_degenerate_ratio(fact
     assert (2 not in hard) == soft
     assert out.shape == ((2 + 2, 4) if soft else (3, 3))
     assert curvature.shape[0] == out.shape[1] == gradient.shape[0]
-    if soft:  # its two sides, each with the slack, which costs w (ratio / degenerate)² ‖c Z‖²
+    if soft:  # its two sides, each with the slack, which costs w (r / (1 − r))² ‖c Z‖²
         assert out[2:, 3].tolist() == [1.0, -1.0]
         assert np.isinf(high[2]) and np.isinf(low[3])
         norm = np.linalg.norm(rows[2].dot(basis))
-        weight = SOFT * np.trace(np.diag([1.0, 2.0, 3.0])) / 3 * factor**2 * norm**2
-        assert curvature[3, 3] == pytest.approx(weight, rel=1e-9)
+        share = (factor / (1.0 - factor)) ** 2
+        weight = SOFT * np.trace(np.diag([1.0, 2.0, 3.0])) / 3 * share * norm**2
+        assert curvature[3, 3] == pytest.approx(weight, rel=1e-6)
+
+
+@pytest.mark.parametrize('joint', [True, False])
+def test_a_joint_bound_is_soft_below_a_larger_ratio_than_other_rows(joint):
+    """At a ratio of 0.05: a joint bound's row is soft (`JOINT_DEGENERATE`), another hard."""
+    rows, lower, upper, point, basis, step = violated(*stage_case())
+    rows = with_ratio(rows, basis, 2, 0.5 * (DEGENERATE + stage_qp.JOINT_DEGENERATE))
+    values = rows[2].dot(point + basis.dot(step))
+    lower, upper = lower.copy(), upper.copy()
+    lower[2], upper[2] = values - 1.0, values + 1.0
+    flags = np.array([False, False, joint])
+    inequality = stage_qp.inequalities(rows, lower, upper, np.zeros(3, dtype=bool), joint=flags)
+    expected = [DEGENERATE, DEGENERATE, stage_qp.JOINT_DEGENERATE if joint else DEGENERATE]
+    assert inequality.degenerate.tolist() == expected
+    verdict, _, _, out, *_, hard, _, _ = stage_problem(
+        np.diag([1.0, 2.0, 3.0]), np.array([0.3, -0.1, 0.2]), rows, lower, upper,
+        np.zeros(3, dtype=bool), inequality.norms, point, basis, step, np.zeros(0, np.int8),
+        PRIMAL, CARRIED, inequality.degenerate, SOFT,
+    )  # fmt: skip
+    assert verdict == NEEDS_QP
+    assert hard.tolist() == ([0, 1] if joint else [0, 1, 2])
+    assert out.shape[0] == (2 + 2 if joint else 3)  # a soft row goes twice
+
+
+@pytest.mark.parametrize('joint', [True, False])
+def test_a_row_turns_hard_at_the_degenerate_ratio_without_moving_the_stages_solution(joint):
+    """The solution is continuous in a row's ratio: soft below, hard from `HARD_SHARE` on.
+
+    The stage wants z far past the bound of a unit row that its start point meets; the row
+    holds it with a slack whose weight grows without bound towards the ratio where it turns
+    hard (a joint bound's or another row's). A weight that stopped at a finite value there
+    (w ‖c Z‖²) let the solution jump by most of the way to the unbounded one.
+    """
+    rows, lower, upper, point, basis, step = violated(*stage_case())
+    threshold = stage_qp.JOINT_DEGENERATE if joint else DEGENERATE
+    hessian = np.diag([1.0, 2.0, 3.0])
+    gradient = -hessian.dot(np.array([4.0, -3.0, 5.0]))  # wants z = (4, -3, 5)
+    unbounded = -np.linalg.solve(hessian, gradient)
+    shares = np.unique(
+        np.concatenate(
+            [
+                np.geomspace(1e-3, 0.3, 1000),
+                np.linspace(0.3, 0.99, 2000),
+                1.0 - np.geomspace(0.01, 1e-5, 500),
+                [1.0, 1.01],
+            ]
+        )
+    )
+    steps, past = [], []
+    for share in shares:
+        turned = with_ratio(rows, basis, 0, share * threshold)
+        turned[0] /= np.linalg.norm(turned[0])
+        low, high = np.full(3, -np.inf), np.full(3, np.inf)
+        high[0] = turned[0].dot(point)  # the start point on the row's bound
+        flags = np.array([joint, False, False])
+        inequality = stage_qp.inequalities(turned, low, high, np.zeros(3, dtype=bool), None, flags)
+        z, status, _ = stage_qp.solve_stage(hessian, gradient, inequality, point, basis, unbounded)
+        assert status == '', status
+        steps.append(z)
+        past.append(turned[0].dot(basis.dot(z)))
+    past = np.array(past)
+    assert (past[shares < HARD_SHARE] > 0.0).all() and (past[shares > HARD_SHARE] <= 1e-12).all()
+    jumps = np.linalg.norm(np.diff(steps, axis=0), axis=1)
+    travel = np.linalg.norm(steps[0] - steps[-1])
+    assert travel > 1.0  # soft, the row let the solution go most of the way
+    assert jumps.max() < 0.02 * travel, f'the solution jumped by {jumps.max():.3f} of {travel:.3f}'
 
 
 def test_a_row_too_small_to_move_anything_is_infeasible_only_where_its_bounds_exclude_the_start():

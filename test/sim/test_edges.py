@@ -32,16 +32,8 @@ CASES = [
     ('ur5', [1.5, 0.3, 0.5]),
 ]
 #: What these runs still miss (measured; docs/safety.md). Strict: a fix makes them pass and
-#: the expectation fail, so the entry goes.
-CHATTER = (
-    'chatter: 4 command steps after 0.5 s, the largest 9.2 N m: the hand level drives a '
-    'near-singular direction that the joint bounds clip; as a bound releases, or binds through '
-    'a direction that hardly moves its joint, the free joints follow at 12-53 rad/s² a tick '
-    '(the bounds move by < 1 rad/s² a tick)'
-)
-KNOWN_MISSES = {
-    ('panda', 2, 0.0): CHATTER,
-}
+#: the expectation fail, so the entry goes. None now.
+KNOWN_MISSES: dict[tuple, str] = {}
 
 
 def edge_cases():

@@ -318,7 +318,7 @@ class StackProblem:
             rows[joints][np.arange(sizes[5]), joint_columns] = 1.0
             joint_flags[joints] = True
             box = (np.full(nv, -np.inf), np.full(nv, np.inf))
-        hard = HardConstraints(rows, lower, upper, equality, None, box)
+        hard = HardConstraints(rows, lower, upper, equality, None, box, joint_flags)
         columns = self._actuated[finite]
         cones = self._cone_rows(friction.start, pressure.start) if contacts else ()
         free = None if equality.any() else _all_free(hard, nv)

@@ -19,6 +19,12 @@ from wbc_control.kernel_types import C_MATRIX, C_VECTOR, FLAGS, INDEX, MATRIX, V
 #: `stage_problem`'s verdicts.
 MEETS_ALL, NEEDS_QP, STUCK = 0, 1, 2
 
+#: A row is hard from this share r of the degenerate ratio on. Below, its slack's weight grows as
+#: (r / (1 − r))², 10⁶ here, so that a row turns hard with no step of the solution (a weight
+#: that stopped at a finite value let a posture level move 46 rad/s² further on one side of the
+#: ratio than on the other: an 8 N m command step for a change of the state of 1e-15).
+HARD_SHARE = 0.999
+
 #: DAQP's constraint flags: active at the lower bound (ACTIVE | LOWER), active at the upper.
 SENSE_LOWER, SENSE_UPPER = 3, 1
 
@@ -35,7 +41,7 @@ WORKING_SET = types.Array(int8, 1, 'A', readonly=True)
 @kernel(
     STAGE_PROBLEM(
         MATRIX, VECTOR, MATRIX, VECTOR, VECTOR, FLAGS, VECTOR, VECTOR, MATRIX, VECTOR,
-        WORKING_SET, float64, float64, float64, float64,
+        WORKING_SET, float64, float64, VECTOR, float64,
     ),
     any_layout=True,
 )  # fmt: skip
@@ -64,14 +70,14 @@ def stage_problem(
     to 0 where x₀ meets them to `carried` (relative); the hard ones first, in order (`hard`:
     their numbers in C). A row is soft where marked so or where its ratio ‖cᵢ Z‖ / `norms`ᵢ
     (its gradient in the hard equalities' freedom, `stage_qp.inequalities`) is below
-    `degenerate`; it goes twice, cᵢ z + sᵢ ≥ lowerᵢ then cᵢ z − sᵢ ≤ upperᵢ (so that at the
-    optimum |sᵢ| is its violation, half the gap where lower > upper), and sᵢ costs
-    w (min(ratio / `degenerate`, 1))² ‖cᵢ Z‖² sᵢ² in the scaled units (the factor 1 for a row
-    marked soft), w = `soft_weight` times H's mean curvature. `step`: the closed-form step,
-    which meets a row to `primal` (relative). `sense`: DAQP's first working set over the rows
-    handed over, from `warm` (the rows of C that bound the stage at the last tick, as
-    `stage_qp.solve_stage`'s `active`; empty: none) for the hard rows, free for the others;
-    `warmed`: any row of it not free.
+    `HARD_SHARE` of `degenerate`ᵢ; it goes twice, cᵢ z + sᵢ ≥ lowerᵢ then cᵢ z − sᵢ ≤ upperᵢ
+    (so that at the optimum |sᵢ| is its violation, half the gap where lower > upper), and sᵢ
+    costs w (r / (1 − r))² ‖cᵢ Z‖² sᵢ² in the scaled units, r = ratio / `degenerate`ᵢ (the
+    factor 1 for a row marked soft), w = `soft_weight` times H's mean curvature. `step`: the
+    closed-form step, which meets a row to `primal` (relative). `sense`: DAQP's first working
+    set over the rows handed over, from `warm` (the rows of C that bound the stage at the last
+    tick, as `stage_qp.solve_stage`'s `active`; empty: none) for the hard rows, free for the
+    others; `warmed`: any row of it not free.
     """
     count, size = rows.shape[0], basis.shape[1]
     c_rows = np.ascontiguousarray(rows)
@@ -107,7 +113,8 @@ def stage_problem(
             high[i] = max(high[i], 0.0)
         norm = reduced_norms[i]
         ratio = norm / max(norms[i], 1e-300)
-        is_soft = soft[i] or ratio < degenerate
+        share = ratio / degenerate[i]
+        is_soft = soft[i] or share < HARD_SHARE
         if not norm > threshold:
             slack = primal * (1.0 + abs(values[i]))
             if not is_soft and (low[i] > slack or high[i] < -slack):
@@ -115,7 +122,7 @@ def stage_problem(
             reduced_norms[i] = 0.0  # not handed over
             continue
         if is_soft:
-            weight[i] = (1.0 if soft[i] else min(ratio / degenerate, 1.0) ** 2) * norm * norm
+            weight[i] = (1.0 if soft[i] else (share / (1.0 - share)) ** 2) * norm * norm
             soft_count += 1
         else:
             hard_count += 1

@@ -10,6 +10,7 @@ point on a bound, DAQP's proof that the rows conflict is final: the cascade is t
 again with rows made soft (`stack_problem`), at once.
 """
 
+from functools import cache
 from typing import NamedTuple
 
 import numpy as np
@@ -40,8 +41,19 @@ DEGENERATE_TOLERANCE = 1e-6
 #: stage still start from it.
 CARRIED_TOLERANCE = 1e-5
 #: A row whose gradient in a stage's free directions is below this fraction of its gradient in
-#: the hard equalities' freedom is soft in that stage.
+#: the hard equalities' freedom is soft in that stage (`stage_kernel.stage_problem`: its
+#: slack's weight rises without bound as the ratio nears it): a degenerate vertex the stages
+#: above left the point on.
 DEGENERATE = 1e-2
+#: The same for a joint's acceleration bound. Hard, such a row moves the stage's step by
+#: 1 / ratio per unit of its room: a posture level blocked by a joint's velocity ceiling that
+#: the levels above left it little grip on turned small changes of the state into command
+#: steps, and kept a Kinova arm reaching out of reach creeping at 0.024 rad/s after 6 s; at 0.1
+#: it rests (`test/sim/test_unconfigured_robots.py`). A joint bound is the viability ceiling's
+#: tracking law (`control.constraints.joint_limits`), which the next tick's bound corrects; the
+#: torque range and the friction cones are physical and keep `DEGENERATE` (at 0.1 a lower
+#: level's slack took a Panda's torque 37 N m past its effort limit).
+JOINT_DEGENERATE = 1e-1
 #: A soft row's slack costs this times the QP's mean curvature (squared).
 SOFT_WEIGHT = 1e4
 
@@ -64,17 +76,31 @@ class Inequalities(NamedTuple):
     upper: np.ndarray  # (r,), +inf where unbounded above
     soft: np.ndarray  # (r,) bool
     norms: np.ndarray  # (r,) ‖row Z₀‖, its gradient in what the hard equalities leave free
+    degenerate: np.ndarray  # (r,) below this ratio to `norms` a row is soft in a stage
 
 
-def inequalities(rows, lower, upper, soft, basis=None) -> Inequalities:
+def inequalities(rows, lower, upper, soft, basis=None, joint=None) -> Inequalities:
     """`Inequalities` with their row norms in the equalities' freedom, once for every stage.
 
-    `basis`: Z₀, an orthonormal basis of what the hard equalities leave free (None: all of x).
+    `basis`: Z₀, an orthonormal basis of what the hard equalities leave free (None: all of x);
+    `joint`: which rows are joint acceleration bounds (`JOINT_DEGENERATE`; None: none).
     A stage measures how much of a row its freedom keeps against this (`DEGENERATE`): the
     equalities hold exactly, so what they take from a row is no rounding of the stages above.
     """
     reduced = rows if basis is None else rows.dot(basis)
-    return Inequalities(rows, lower, upper, soft, np.sqrt(einsum('ij,ij->i', reduced, reduced)))
+    norms = np.sqrt(einsum('ij,ij->i', reduced, reduced))
+    if joint is None or not np.count_nonzero(joint):
+        return Inequalities(rows, lower, upper, soft, norms, _degenerate(norms.shape[0]))
+    degenerate = np.where(joint, JOINT_DEGENERATE, DEGENERATE)
+    return Inequalities(rows, lower, upper, soft, norms, degenerate)
+
+
+@cache
+def _degenerate(count: int) -> np.ndarray:
+    """`DEGENERATE` for `count` rows: read-only, built once per count."""
+    thresholds = np.full(count, DEGENERATE)
+    thresholds.flags.writeable = False
+    return thresholds
 
 
 def solve_stage(
@@ -101,7 +127,7 @@ def solve_stage(
         hessian, gradient, inequality.rows, inequality.lower, inequality.upper,
         inequality.soft, inequality.norms, point, basis, unbounded,
         _COLD if warm is None else warm,
-        PRIMAL_TOLERANCE, CARRIED_TOLERANCE, DEGENERATE, SOFT_WEIGHT,
+        PRIMAL_TOLERANCE, CARRIED_TOLERANCE, inequality.degenerate, SOFT_WEIGHT,
     )  # fmt: skip
     if verdict == MEETS_ALL:
         return unbounded, '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
