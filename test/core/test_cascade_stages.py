@@ -16,6 +16,7 @@ import pytest
 import quadprog
 from robots import random_state, robot
 
+from wbc_control.control.constraints.joint_limits import JointLimits
 from wbc_control.control.contact.contacts import Contact
 from wbc_control.control.hierarchy import cascade, stage_qp
 from wbc_control.control.hierarchy.level_kernel import CLAMP_LIMIT, level_problem
@@ -373,8 +374,9 @@ def test_a_joint_bound_is_soft_below_a_larger_ratio_than_other_rows(joint):
     values = rows[2].dot(point + basis.dot(step))
     lower, upper = lower.copy(), upper.copy()
     lower[2], upper[2] = values - 1.0, values + 1.0
-    flags = np.array([False, False, joint])
-    inequality = stage_qp.inequalities(rows, lower, upper, np.zeros(3, dtype=bool), joint=flags)
+    thresholds = stage_qp.degenerate_ratios(np.array([False, False, joint]))
+    no_soft = np.zeros(3, dtype=bool)
+    inequality = stage_qp.inequalities(rows, lower, upper, no_soft, None, thresholds)
     expected = [DEGENERATE, DEGENERATE, stage_qp.JOINT_DEGENERATE if joint else DEGENERATE]
     assert inequality.degenerate.tolist() == expected
     verdict, _, _, out, *_, hard, _, _ = stage_problem(
@@ -385,6 +387,25 @@ def test_a_joint_bound_is_soft_below_a_larger_ratio_than_other_rows(joint):
     assert verdict == NEEDS_QP
     assert hard.tolist() == ([0, 1] if joint else [0, 1, 2])
     assert out.shape[0] == (2 + 2 if joint else 3)  # a soft row goes twice
+
+
+def test_a_controllers_joint_bound_rows_carry_the_joint_ratio_its_other_rows_the_plain_one():
+    panda = robot('panda')
+    limits = JointLimits(panda, panda.effort_limits)
+    entries = [
+        TaskEntry('hand', FramePositionTask(panda, 'panda_hand', (0.5, 0.1, 0.4), kp=50.0), 0)
+    ]
+    controller = PrioritizedController(panda, entries, joint_limits=limits)
+    controller.compute(random_state(panda, 3))
+    hard = controller._problem.hard_constraints(
+        random_state(panda, 3), None, limits.bounds(random_state(panda, 3)),
+        (-panda.effort_limits, panda.effort_limits),
+    )[0]  # fmt: skip
+    joint_rows = np.count_nonzero(hard.rows, axis=1) == 1  # a bound on one q̈ coordinate
+    assert joint_rows.sum() == panda.n_actuated and (~joint_rows).sum() == panda.n_actuated
+    np.testing.assert_array_equal(
+        hard.degenerate, np.where(joint_rows, stage_qp.JOINT_DEGENERATE, stage_qp.DEGENERATE)
+    )
 
 
 @pytest.mark.parametrize('joint', [True, False])
@@ -417,8 +438,9 @@ def test_a_row_turns_hard_at_the_degenerate_ratio_without_moving_the_stages_solu
         turned[0] /= np.linalg.norm(turned[0])
         low, high = np.full(3, -np.inf), np.full(3, np.inf)
         high[0] = turned[0].dot(point)  # the start point on the row's bound
-        flags = np.array([joint, False, False])
-        inequality = stage_qp.inequalities(turned, low, high, np.zeros(3, dtype=bool), None, flags)
+        thresholds = stage_qp.degenerate_ratios(np.array([joint, False, False]))
+        no_soft = np.zeros(3, dtype=bool)
+        inequality = stage_qp.inequalities(turned, low, high, no_soft, None, thresholds)
         z, status, _ = stage_qp.solve_stage(hessian, gradient, inequality, point, basis, unbounded)
         assert status == '', status
         steps.append(z)

@@ -112,9 +112,8 @@ class HardConstraints(NamedTuple):
     #: (lowest, highest) `(nv,)`: the joint rows' bounds by q̈ coordinate, ±inf where none
     #: (the box that holds each level's steps, `level_kernel._clamps`); None: no joint rows.
     box: tuple[np.ndarray, np.ndarray] | None = None
-    #: (r,) bool: the joint acceleration bounds among the rows (`stage_qp.JOINT_DEGENERATE`);
-    #: None: none.
-    joint: np.ndarray | None = None
+    #: (r,) each row's degenerate ratio (`stage_qp.degenerate_ratios`); None: `DEGENERATE`.
+    degenerate: np.ndarray | None = None
 
 
 class CascadeResult(NamedTuple):
@@ -270,11 +269,11 @@ def _inequality_rows(hard: HardConstraints, basis: np.ndarray) -> Inequalities:
     equal = hard.equality
     soft = _none_soft(equal.shape[0]) if hard.soft is None else hard.soft
     if not np.count_nonzero(equal):
-        return inequalities(hard.rows, hard.lower, hard.upper, soft, joint=hard.joint)
+        return inequalities(hard.rows, hard.lower, hard.upper, soft, None, hard.degenerate)
     keep = ~equal
-    joint = None if hard.joint is None else hard.joint[keep]
+    degenerate = None if hard.degenerate is None else hard.degenerate[keep]
     return inequalities(
-        hard.rows[keep], hard.lower[keep], hard.upper[keep], soft[keep], basis, joint
+        hard.rows[keep], hard.lower[keep], hard.upper[keep], soft[keep], basis, degenerate
     )
 
 

@@ -35,7 +35,7 @@ from wbc_control.control.hierarchy.cascade import (
     solve_cascade,
 )
 from wbc_control.control.hierarchy.problem_kernel import torque_and_joint_rows, weighted_rows
-from wbc_control.control.hierarchy.stage_qp import einsum
+from wbc_control.control.hierarchy.stage_qp import degenerate_ratios, einsum
 from wbc_control.control.switching.task_activation import Stack
 from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
@@ -318,7 +318,8 @@ class StackProblem:
             rows[joints][np.arange(sizes[5]), joint_columns] = 1.0
             joint_flags[joints] = True
             box = (np.full(nv, -np.inf), np.full(nv, np.inf))
-        hard = HardConstraints(rows, lower, upper, equality, None, box, joint_flags)
+        ratios = degenerate_ratios(joint_flags) if limited is not None else None
+        hard = HardConstraints(rows, lower, upper, equality, None, box, ratios)
         columns = self._actuated[finite]
         cones = self._cone_rows(friction.start, pressure.start) if contacts else ()
         free = None if equality.any() else _all_free(hard, nv)

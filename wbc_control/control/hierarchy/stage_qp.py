@@ -79,20 +79,29 @@ class Inequalities(NamedTuple):
     degenerate: np.ndarray  # (r,) below this ratio to `norms` a row is soft in a stage
 
 
-def inequalities(rows, lower, upper, soft, basis=None, joint=None) -> Inequalities:
+def inequalities(rows, lower, upper, soft, basis=None, degenerate=None) -> Inequalities:
     """`Inequalities` with their row norms in the equalities' freedom, once for every stage.
 
     `basis`: Z₀, an orthonormal basis of what the hard equalities leave free (None: all of x);
-    `joint`: which rows are joint acceleration bounds (`JOINT_DEGENERATE`; None: none).
+    `degenerate`: each row's threshold (`degenerate_ratios`; None: `DEGENERATE` for all).
     A stage measures how much of a row its freedom keeps against this (`DEGENERATE`): the
     equalities hold exactly, so what they take from a row is no rounding of the stages above.
     """
     reduced = rows if basis is None else rows.dot(basis)
     norms = np.sqrt(einsum('ij,ij->i', reduced, reduced))
-    if joint is None or not np.count_nonzero(joint):
-        return Inequalities(rows, lower, upper, soft, norms, _degenerate(norms.shape[0]))
-    degenerate = np.where(joint, JOINT_DEGENERATE, DEGENERATE)
+    if degenerate is None:
+        degenerate = _degenerate(norms.shape[0])
     return Inequalities(rows, lower, upper, soft, norms, degenerate)
+
+
+def degenerate_ratios(joint: np.ndarray) -> np.ndarray:
+    """Each row's degenerate ratio, read-only: `JOINT_DEGENERATE` or `DEGENERATE`.
+
+    `joint`: which rows bound a joint's acceleration.
+    """
+    thresholds = np.where(joint, JOINT_DEGENERATE, DEGENERATE)
+    thresholds.flags.writeable = False
+    return thresholds
 
 
 @cache
