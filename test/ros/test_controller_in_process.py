@@ -227,7 +227,10 @@ def test_a_target_out_of_reach_is_named_at_start_up_and_on_diagnostics(local, ca
     hand = {'type': 'frame_position', 'frame': 'panda_hand', 'kp': 10.0, 'target': [1.5, 0.0, 0.5]}
     node, _ = local({**COMMON, 'task_names': ['hand'], 'tasks': {'hand': hand}})
     printed = capfd.readouterr().err
-    assert 'target out of reach, the arm will not come to rest: hand target 1.51 m' in printed
+    assert (
+        'target out of reach, the task cannot be met (the arm stops at the edge of its ' in printed
+    )
+    assert 'reaching towards it): hand target 1.51 m' in printed
     node._on_joint_state(joint_state(JOINTS, *near_ready(22)))
     tasks = node_status(node, 'tasks')
     assert tasks.level == DiagnosticStatus.WARN and 'target out of reach' in tasks.message

@@ -118,7 +118,10 @@ def startup_warnings(controller: PrioritizedController) -> list[str]:
             'takes them; write their real limits into the URDF'
         )
     for why in checks.out_of_reach_tasks(controller).values():
-        warnings.append(f'target out of reach, the arm will not come to rest: {why}')
+        warnings.append(
+            f'target out of reach, the task cannot be met (the arm stops at the edge of its '
+            f'workspace, reaching towards it): {why}'
+        )
     return warnings
 
 

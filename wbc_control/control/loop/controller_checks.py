@@ -63,8 +63,9 @@ def clipping_tasks(controller: PrioritizedController, statistics: TickStatistics
 def out_of_reach_tasks(controller: PrioritizedController) -> dict[str, str]:
     """Tasks whose target point no configuration reaches, each with why (fixed base only).
 
-    The bound of `wbc_control.model.reach`: towards such a target the arm does not come to
-    rest (docs/safety.md, targets out of reach).
+    The bound of `wbc_control.model.reach`: such a task cannot be met; the arm comes to rest
+    at the edge of its workspace, reaching towards the target (docs/safety.md, targets out of
+    reach).
     """
     found = {}
     for entry in controller.entries:
