@@ -396,11 +396,10 @@ def test_a_controllers_joint_bound_rows_carry_the_joint_ratio_its_other_rows_the
         TaskEntry('hand', FramePositionTask(panda, 'panda_hand', (0.5, 0.1, 0.4), kp=50.0), 0)
     ]
     controller = PrioritizedController(panda, entries, joint_limits=limits)
-    controller.compute(random_state(panda, 3))
-    hard = controller._problem.hard_constraints(
-        random_state(panda, 3), None, limits.bounds(random_state(panda, 3)),
-        (-panda.effort_limits, panda.effort_limits),
-    )[0]  # fmt: skip
+    state = random_state(panda, 3)
+    controller.compute(state)
+    window = (-panda.effort_limits, panda.effort_limits)
+    hard = controller._problem.hard_constraints(state, None, limits.bounds(state), window)[0]
     joint_rows = np.count_nonzero(hard.rows, axis=1) == 1  # a bound on one q̈ coordinate
     assert joint_rows.sum() == panda.n_actuated and (~joint_rows).sum() == panda.n_actuated
     np.testing.assert_array_equal(

@@ -318,14 +318,13 @@ class StackProblem:
             rows[joints][np.arange(sizes[5]), joint_columns] = 1.0
             joint_flags[joints] = True
             box = (np.full(nv, -np.inf), np.full(nv, np.inf))
-        ratios = degenerate_ratios(joint_flags) if limited is not None else None
+        ratios = degenerate_ratios(joint_flags)  # a joint bound's, or another row's
         hard = HardConstraints(rows, lower, upper, equality, None, box, ratios)
-        columns = self._actuated[finite]
         cones = self._cone_rows(friction.start, pressure.start) if contacts else ()
         free = None if equality.any() else _all_free(hard, nv)
         return HardLayout(
-            key, hard, joint_flags, torque, columns, contact, base, pressure, joints,
-            joint_columns, cones, free, finite, _NO_FLAGS if limited is None else limited,
+            key, hard, joint_flags, torque, self._actuated[finite], contact, base, pressure,
+            joints, joint_columns, cones, free, finite, _NO_FLAGS if limited is None else limited,
         )  # fmt: skip
 
     def _cone_rows(self, friction: int, pressure: int) -> tuple:

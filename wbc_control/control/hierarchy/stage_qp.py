@@ -106,10 +106,8 @@ def degenerate_ratios(joint: np.ndarray) -> np.ndarray:
 
 @cache
 def _degenerate(count: int) -> np.ndarray:
-    """`DEGENERATE` for `count` rows: read-only, built once per count."""
-    thresholds = np.full(count, DEGENERATE)
-    thresholds.flags.writeable = False
-    return thresholds
+    """`degenerate_ratios` of `count` rows none of which is a joint bound, built once per count."""
+    return degenerate_ratios(np.zeros(count, dtype=bool))
 
 
 def solve_stage(
