@@ -1,16 +1,19 @@
 """The controller's /diagnostics checks and tick statistics, decided without ROS."""
 
 import numpy as np
+import pytest
 from robots import robot
 
 from wbc_control.config import build_entries, parse_tasks
 from wbc_control.control.loop.controller_checks import (
+    SLOW_RATE_RATIO,
     InputState,
     Severity,
     clipping_tasks,
     contacts_check,
     inputs_check,
     out_of_reach_tasks,
+    slow_torque_rates,
     tasks_check,
     torques_check,
 )
@@ -175,3 +178,16 @@ def test_joints_at_a_limit_bound_and_a_failed_hierarchy_are_reported():
     warn = torques_check(statistics, JOINTS, 'zero')
     assert warn.severity is Severity.WARN and 'joint limits softened' in warn.summary
     assert warn.values['solver'] == failed
+
+
+def test_a_torque_rate_limit_under_the_ratio_is_slow_at_it_and_above_it_is_not():
+    """Slow: rate < 8 τ̄ per second, named with 2 τ̄ / rate; none (inf) is never slow."""
+    names = ('a', 'b', 'c', 'd', 'e')
+    effort = np.array([87.0, 12.0, 40.0, 330.0, 5.0])
+    rates = np.array(
+        [SLOW_RATE_RATIO * 87.0 * (1 - 1e-9), SLOW_RATE_RATIO * 12.0, 1000.0, 300.0, np.inf]
+    )
+    slow = slow_torque_rates(names, effort, rates)
+    assert list(slow) == ['a', 'd']
+    assert slow['a'] == pytest.approx(2.0 / SLOW_RATE_RATIO) and slow['d'] == pytest.approx(2.2)
+    assert slow_torque_rates(names, effort, np.full(5, np.inf)) == {}

@@ -17,9 +17,11 @@ from robots import robot
 from wbc_control.control.constraints.joint_limits import (
     BRAKING_SHARE,
     HELD_TOLERANCE,
+    JERK_SHARE,
     MIN_BRAKING_SHARE,
     OVERSPEED_RESPONSE,
     JointLimits,
+    acceleration_bounds,
     held_joints,
 )
 from wbc_control.control.constraints.torque_limits import TorqueLimiter
@@ -51,17 +53,28 @@ def expected_bounds(limits: JointLimits, state: RobotState) -> tuple[np.ndarray,
             )
             braking = BRAKING_SHARE * max(effort - abs(bias), MIN_BRAKING_SHARE * effort) / inertia
         k, speed, v = limits.response, limits.max_speed[i], state.v[j]
+        jerk = JERK_SHARE * limits.torque_rate_limits[i] / state.mass_matrix[j, j]
+        ramp = braking / jerk  # 0 without a rate limit
 
-        def ceiling(distance, k=k, speed=speed, braking=braking):
+        def ceiling(distance, k=k, speed=speed, braking=braking, ramp=ramp):
             value = min(0.25 * k * distance, speed)
-            return min(value, math.sqrt(2.0 * braking * distance)) if distance > 0 else value
+            if distance <= 0:
+                return value
+            # the speed v with v t + v² / (2 aᵦ) = d, by the quadratic formula
+            stop = -braking * ramp + math.sqrt((braking * ramp) ** 2 + 2.0 * braking * distance)
+            return min(value, stop)
 
         up = ceiling(limits.upper_wall[i] - positions[i])
         down = ceiling(positions[i] - limits.lower_wall[i])
         over = OVERSPEED_RESPONSE * k  # a joint beyond its velocity limit
-        high = max(k * (up - v) - over * max(v - speed, 0.0), -braking)
+        high = k * (up - v) - over * max(v - speed, 0.0)
+        low = k * (-down - v) + over * max(-v - speed, 0.0)
+        if math.isfinite(jerk):
+            high = min(high, math.sqrt(2.0 * jerk * max(up - v, 0.0)))
+            low = max(low, -math.sqrt(2.0 * jerk * max(down + v, 0.0)))
+        high = max(high, -braking)
         upper.append(high)
-        lower.append(min(k * (-down - v) + over * max(-v - speed, 0.0), braking, high))
+        lower.append(min(low, braking, high))
     return np.array(lower), np.array(upper)
 
 
@@ -89,6 +102,13 @@ def test_the_bounds_are_the_viability_ceilings_tracked_at_rate_k():
         JointLimits(panda, panda.effort_limits),
         JointLimits(panda, panda.effort_limits, margin=0.1, response=6.0),
         JointLimits(panda, panda.effort_limits, max_acceleration=np.linspace(2.0, 9.0, 9)),
+        JointLimits(panda, panda.effort_limits, torque_rate_limits=np.linspace(150.0, 1200.0, 9)),
+        JointLimits(
+            panda,
+            panda.effort_limits,
+            max_acceleration=np.linspace(2.0, 9.0, 9),
+            torque_rate_limits=np.r_[np.inf, np.linspace(40.0, 900.0, 8)],
+        ),
     ):
         for state in states_across_the_walls(panda, limits, rng):
             lower, upper = limits.bounds(state)
@@ -296,3 +316,100 @@ def test_held_joints_are_those_on_a_bound_within_the_tolerance():
     np.testing.assert_array_equal(held, [True, True, False, False])
     found, held = held_joints(np.array([0.0, 1.9, -2.9, 3.9]), lower, upper)
     assert not found and not held.any()
+
+
+def test_with_a_torque_rate_limit_the_ceiling_leaves_room_for_the_braking_to_ramp_up():
+    """v⁺ solves v t + v² / (2 aᵦ) = d, t = aᵦ / j; the approach to it is q̈ ≤ √(2 j (v⁺ − q̇))."""
+    panda = robot('panda')
+    braking, rates = np.full(9, 4.0), np.linspace(200.0, 1000.0, 9)
+    limits = JointLimits(
+        panda, panda.effort_limits, max_acceleration=braking, torque_rate_limits=rates
+    )
+    q, distance = np.array(READY), 0.8
+    q[1] = limits.upper_wall[1] - distance
+    state = RobotState(panda)
+    state.update(q, np.zeros(9))
+    jerk = JERK_SHARE * rates[1] / state.mass_matrix[1, 1]
+    ramp = 4.0 / jerk
+    ceiling = min(0.25 * 10.0 * distance, limits.max_speed[1])
+    stop = np.roots([1.0 / (2.0 * 4.0), ramp, -distance]).max()
+    assert stop < ceiling  # the ramp, not the linear tail or the URDF limit, sets it here
+    for excess, expected in (
+        (0.0, 0.0),
+        (1e-3, -10.0 * 1e-3),
+        (0.5, -4.0),
+        (-0.2, min(10.0 * 0.2, math.sqrt(2.0 * jerk * 0.2))),
+        (-stop, min(10.0 * stop, math.sqrt(2.0 * jerk * stop))),
+    ):
+        v = np.zeros(9)
+        v[1] = stop + excess
+        state.update(q, v)
+        assert limits.bounds(state)[1][1] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def ramped_approach(
+    rate_limit: float, bound_rate: float, speed: float, distance: float, push: float
+) -> float:
+    """How far past its wall (m) a unit mass driven at its bound a⁺ gets, its force slewed.
+
+    The force moves towards what a⁺ needs by at most `rate_limit` × dt a step, against a constant
+    `push` towards the wall (h = −push); the bounds see `bound_rate` (inf: none). 1 ms steps,
+    exact for a piecewise-constant force, 20 s from `distance` before the wall at `speed`.
+    """
+    dt, wall = 1e-3, 1.0
+    position, velocity, force = wall - distance, speed, None
+    bias, lower, upper = np.array([-push]), np.empty(1), np.empty(1)
+    index, ones = np.zeros(1, dtype=np.int64), np.ones(1)
+    beyond = -np.inf
+    for _ in range(20000):
+        acceleration_bounds(
+            np.array([position]), np.array([velocity]), np.eye(1), bias, index, index,
+            -10.0 * ones, wall * ones, 2.0 * ones, 20.0 * ones, np.full(1, np.nan),
+            np.array([bound_rate]), 10.0, lower, upper,
+        )  # fmt: skip
+        wanted = upper[0] + bias[0]
+        step = rate_limit * dt
+        force = wanted if force is None else float(np.clip(wanted, force - step, force + step))
+        acceleration = force - bias[0]
+        position += dt * velocity + 0.5 * dt * dt * acceleration
+        velocity += dt * acceleration
+        beyond = max(beyond, position - wall)
+    return beyond
+
+
+@pytest.mark.parametrize(('rate', 'push'), [(30.0, 0.0), (10.0, 5.0), (5.0, 5.0)])
+def test_a_joint_whose_torque_ramps_slowly_stops_before_its_wall_only_with_rate_aware_bounds(
+    rate, push
+):
+    """A slewed force stops before the wall only where the bounds know the rate.
+
+    From rest 2 m away (and from faster, nearer starts) it never passes the wall when the
+    bounds know the rate; the same actuator with bounds that do not passes it by metres.
+    """
+    for speed, distance in ((0.0, 2.0), (2.0, 1.5), (1.2, 0.4), (0.5, 0.1)):
+        assert ramped_approach(rate, rate, speed, distance, push) <= 0.0
+    assert ramped_approach(rate, np.inf, 0.0, 2.0, push) > 1.0
+
+
+@pytest.mark.parametrize('target', [[-0.2, 1.2, 1.4], [1.5, 0.3, 0.5]])
+def test_with_a_slow_torque_rate_limit_a_target_out_of_reach_keeps_the_joints_inside(target):
+    """150 N m/s (0.6 s across the shoulders' 87 N m effort limit), 4 s towards a target.
+
+    The target is out of reach. Bounds that count on braking at once let the arm run through
+    its limits (the rollout diverges); bounds that know the rate keep every joint inside.
+    """
+    panda, rates = robot('panda'), np.full(9, 150.0)
+    hand = FramePoseTask(panda, 'panda_hand', [*target, 1, 0, 0, 0], kp=[100.0] * 3 + [60.0] * 3)
+    posture = JointPostureTask(panda, READY, kp=25.0, kd=10.0)
+    limits = JointLimits(panda, panda.effort_limits, torque_rate_limits=rates)
+    ctrl = PrioritizedController(
+        panda,
+        [TaskEntry('hand', hand, 0), TaskEntry('posture', posture, 1)],
+        effort_limits=panda.effort_limits,
+        joint_limits=limits,
+        torque_rate_limits=rates,
+    )
+    positions, torques, _ = rollout(ctrl, READY, 4.0)
+    lower, upper = panda.position_limits
+    assert (positions >= lower).all() and (positions <= upper).all()
+    assert np.abs(np.diff(torques, axis=0)).max() <= 150.0 * 0.002 + 1e-9

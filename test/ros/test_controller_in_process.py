@@ -237,6 +237,22 @@ def test_a_target_out_of_reach_is_named_at_start_up_and_on_diagnostics(local, ca
     assert values(tasks)['out_of_reach_tasks'] == 'hand'
 
 
+def test_a_torque_rate_limit_slow_for_the_effort_limits_is_named_at_start_up(local, capfd):
+    """300 N m/s is slow for the Panda's 87 N m joints and 100 N fingers, not its wrists.
+
+    0.58 s across the 87 N m range, 0.67 s across the fingers', and the 12 N m wrists fast
+    enough; the shipped 1000 N m/s is slow for none.
+    """
+    local({**COMMON, **POSTURE, 'torque_rate_limit': 300.0})
+    printed = capfd.readouterr().err
+    assert 'torque_rate_limit is slow for the effort limits: panda_joint1 0.58 s, ' in printed
+    fingers = 'panda_finger_joint1 0.67 s, panda_finger_joint2 0.67 s across the effort range'
+    assert f'panda_joint4 0.58 s, {fingers}' in printed
+    assert 'panda_joint5' not in printed
+    local({**COMMON, **POSTURE, 'torque_rate_limit': 1000.0})
+    assert 'torque_rate_limit is slow' not in capfd.readouterr().err
+
+
 @pytest.mark.skipif(
     not (cpu_latency.DEVICE.exists() and os.access(cpu_latency.DEVICE, os.W_OK)),
     reason=f'{cpu_latency.DEVICE} is not writable by this user',

@@ -80,3 +80,24 @@ def test_the_random_sweep_counts_its_runs_by_the_same_rule():
         assert int(rest) == sum(float(run[2]) < REST_SPEED for run in mine)
         assert int(smooth) == sum(int(run[3]) == 0 for run in mine)
         assert int(total) == sum(int(run[3]) for run in mine)
+
+
+#: A torque rate limit slow for the Panda (0.58 s across its shoulders' 87 N m range).
+SLOW_RATE_LIMIT = 150.0
+
+
+@pytest.mark.parametrize('target', [[1.5, 0.3, 0.5], [-0.2, 1.2, 1.4]], ids=str)
+def test_with_a_slow_torque_rate_limit_the_joints_stay_inside_their_limits(target):
+    """150 N m/s, targets out of reach: every joint inside its limits, not always at rest.
+
+    The joint bounds count on the braking ramping up at the rate (joint_limits.py): counting
+    on it at once, the Panda went 0.41 and 0.31 rad past its limits and spun at 41 rad/s. It
+    does not always come to rest: the tasks limit-cycle (docs/safety.md, torque_rate_limit).
+    """
+    parameters = panda_parameters(target, SLOW_RATE_LIMIT)
+    result = run('panda', parameters, PANDA_READY, 'panda_hand', target)
+    print(f'panda {target} rate limit {SLOW_RATE_LIMIT}: {result}')
+    assert result.beyond <= 0.0, result
+    assert result.last_second_speed < 2.61, result  # under its largest velocity limit
+    assert result.peak_torque_share <= 1.0 + 1e-9, result
+    assert result.final_distance < result.start_distance, result

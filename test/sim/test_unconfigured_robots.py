@@ -160,8 +160,8 @@ REACH_MISSES = {
     ('xarm7', 0.0): 'chatter: 24 command steps above 2.5 N m, the largest 12.7 N m, while its '
     'velocity and effort limits bind (0.6-1.5 s)',
     ('ur10', 0.0): 'chatter: 2 command steps of 23 N m (5 %: 16.5 N m) starting stretched',
-    ('ur10', RATE_LIMIT): 'a limit cycle at 2.3 rad/s: 1000 N m/s takes 0.33 s across its '
-    '330 N m effort range (3960 N m/s, 12 times its largest limit a second, rests it)',
+    ('ur10', RATE_LIMIT): 'a limit cycle at 1.7 rad/s: 1000 N m/s takes 0.66 s across its '
+    '330 N m effort range (2000 N m/s, 6 times its largest limit a second, rests it)',
 }
 
 

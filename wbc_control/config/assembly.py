@@ -50,6 +50,7 @@ def build_loop(
             margin=settings.joint_limit_margin,
             response=settings.joint_limit_response,
             max_acceleration=settings.max_joint_acceleration,
+            torque_rate_limits=settings.torque_rate_limits,
         )
     compensated = settings.robot_compensates_gravity
     controller = PrioritizedController(

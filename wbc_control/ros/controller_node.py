@@ -130,7 +130,7 @@ class ControllerNode(
         self._planned = None
         self._create_interfaces()
         self.get_logger().info(self._startup_summary())
-        for warning in status.startup_warnings(self._loop.controller):
+        for warning in status.startup_warnings(self._loop):
             self.get_logger().warning(warning)
         self._cpu_latency = self._hold_cpu_latency(settings.cpu_dma_latency)
 

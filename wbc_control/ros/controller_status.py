@@ -106,9 +106,14 @@ def waited(age: float | None, digits: int, joint_topic: str, odom_topic: str | N
     return f'{waiting} on {topics}'
 
 
-def startup_warnings(controller: PrioritizedController) -> list[str]:
-    """Start-up warnings: the URDF read differently from its face value, targets out of reach."""
+def startup_warnings(loop: ControllerLoop) -> list[str]:
+    """Start-up warnings: the URDF read oddly, targets out of reach, a slow torque rate limit.
+
+    The URDF read differently from its face value (equal position limits), tasks whose target
+    no configuration reaches, joints whose torque rate limit is slow for their effort limit.
+    """
     warnings = []
+    controller, limiter = loop.controller, loop.output.limiter
     robot = controller.robot
     if robot.zero_range_joints:
         joints = ', '.join(robot.zero_range_joints)
@@ -121,6 +126,15 @@ def startup_warnings(controller: PrioritizedController) -> list[str]:
         warnings.append(
             f'target out of reach, the task cannot be met (the arm stops at the edge of its '
             f'workspace, reaching towards it): {why}'
+        )
+    slow = checks.slow_torque_rates(robot.joint_names, limiter.effort_limits, limiter.rate_limits)
+    if slow:
+        joints = ', '.join(f'{name} {seconds:.2g} s' for name, seconds in slow.items())
+        warnings.append(
+            f'torque_rate_limit is slow for the effort limits: {joints} across the effort '
+            f'range. The joint limits hold (their braking ramps up at that rate), but arms '
+            f'limit-cycle below about {checks.SLOW_RATE_RATIO:g} times their effort limit a '
+            'second where a task cannot be met (docs/safety.md)'
         )
     return warnings
 

@@ -26,7 +26,16 @@ always be met and never ask the motors for more than they can give:
   and a⁻ ≤ a⁺; (x)₊ = max(x, 0). The second term acts only on a joint faster than its URDF
   limit (c = `OVERSPEED_RESPONSE`): a wrist that spins at many times its limit after a fall
   is braked at up to aᵦ at once, where tracking at the rate k alone would let it travel
-  several radians, through its wall and past its limit, before it slows down.
+  several radians, through its wall and past its limit, before it slows down;
+- with a torque rate limit ṙ (N m/s, `torque_rate_limit`) the braking ramps up at the jerk
+  j = γ ṙ / Mᵢᵢ (γ = `JERK_SHARE`; the rest of the rate is left to the bias torque, which
+  changes as the arm moves, and to the other joints) and reaches aᵦ after t = aᵦ / j, over which
+  the joint travels at most v t: Del Prete's stopping condition becomes v t + v² / (2 aᵦ) ≤ d,
+  so √(2 aᵦ d) above becomes its root v = 2 d / (t + √(t² + 2 d / aᵦ)). The same argument one
+  derivative up bounds the approach to the ceiling: a joint accelerating at q̈ needs q̈² / (2 j)
+  of speed to stop accelerating, so a⁺ ≤ √(2 j (v⁺ − q̇)₊) and a⁻ ≥ −√(2 j (v⁻ + q̇)₊).
+  Without a rate limit t = 0 and the bounds are those above. Counting on braking at once, a
+  Panda at 150 N m/s ran 0.41 rad past its limits (docs/safety.md).
 
 Near a wall the bound is q̈ ≤ (k²/4) d − k q̇, a critically damped wall. The bound is a
 Lipschitz function of (q, q̇) with constants k²/4 and k, so it moves by little from one tick to
@@ -59,6 +68,8 @@ BRAKING_SHARE = 0.5
 #: The braking never counts on less than this share of τ̄ / Mᵢᵢ (a joint that gravity loads
 #: beyond its effort limit still brakes).
 MIN_BRAKING_SHARE = 0.05
+#: γ: the share of a joint's torque rate limit its braking may count on ramping up with.
+JERK_SHARE = 0.1
 #: A bound counts as met within this (rad/s²): rounding must not flip the solver's path.
 BOUND_TOLERANCE = 1e-9
 
@@ -73,6 +84,8 @@ class JointLimits:
         response: k, the rate (1/s) at which a joint's speed is brought under its ceiling.
         max_acceleration: aᵦ per actuated joint (rad/s² or m/s²), NaN where it comes from the
             effort limits; None: from the effort limits for all.
+        torque_rate_limits: ṙ per actuated joint (N m/s, inf for none), for the braking's ramp;
+            None: none.
     """
 
     def __init__(
@@ -82,6 +95,7 @@ class JointLimits:
         margin: float = DEFAULT_JOINT_LIMIT_MARGIN,
         response: float = DEFAULT_JOINT_LIMIT_RESPONSE,
         max_acceleration: npt.ArrayLike | None = None,
+        torque_rate_limits: npt.ArrayLike | None = None,
     ) -> None:
         margin, response = float(margin), float(response)
         if not (math.isfinite(margin) and margin >= 0.0):
@@ -95,6 +109,11 @@ class JointLimits:
             np.full(size, np.nan)  # NaN: from the effort limits
             if max_acceleration is None
             else _per_joint(max_acceleration, size, 'max_joint_acceleration', allow_nan=True)
+        )
+        self.torque_rate_limits = (
+            np.full(size, np.inf)
+            if torque_rate_limits is None
+            else _per_joint(torque_rate_limits, size, 'torque rate limits')
         )
         velocity = np.asarray(robot.model.velocityLimit, dtype=float)[robot.indices.v]
         self.max_speed = np.where(np.isfinite(velocity) & (velocity > 0.0), velocity, np.inf)
@@ -118,8 +137,8 @@ class JointLimits:
         acceleration_bounds(
             state.q, state.v, state.mass_matrix, state.nonlinear_effects, self._q_positions,
             self.velocity_indices, self.lower_wall, self.upper_wall, self.max_speed,
-            self.effort_limits, self.max_acceleration, self.response, self._bounds[0],
-            self._bounds[1],
+            self.effort_limits, self.max_acceleration, self.torque_rate_limits, self.response,
+            self._bounds[0], self._bounds[1],
         )  # fmt: skip
         return self._bounds
 
@@ -147,18 +166,26 @@ def _position_entries(robot: RobotModel) -> np.ndarray:
 
 
 @kernel()
-def _ceiling(distance, max_speed, braking, rate):  # pragma: no cover - runs compiled
-    """v⁺(d) = min(v̄, √(2 aᵦ d), (k/4) d); (k/4) d beyond the wall; inf without a wall."""
+def _ceiling(distance, max_speed, braking, rate, delay):  # pragma: no cover - runs compiled
+    """v⁺(d) = min(v̄, √(2 aᵦ d), (k/4) d); (k/4) d beyond the wall; inf without a wall.
+
+    With the braking's ramp time t = `delay` > 0, the root of v t + v² / (2 aᵦ) = d in place of
+    √(2 aᵦ d), written without the cancellation of the quadratic formula.
+    """
     ceiling = min(0.25 * rate * distance, max_speed)
     if distance > 0.0:
-        ceiling = min(ceiling, math.sqrt(2.0 * braking * distance))
+        if delay > 0.0:
+            stop = 2.0 * distance / (delay + math.sqrt(delay * delay + 2.0 * distance / braking))
+        else:
+            stop = math.sqrt(2.0 * braking * distance)
+        ceiling = min(ceiling, stop)
     return ceiling
 
 
 @kernel(
     types.void(
         VECTOR, VECTOR, types.Array(float64, 2, 'A', readonly=True), VECTOR, INDEX, INDEX,
-        VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, float64, float64[::1], float64[::1],
+        VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, float64, float64[::1], float64[::1],
     ),
 )  # fmt: skip
 def acceleration_bounds(
@@ -173,6 +200,7 @@ def acceleration_bounds(
     max_speed,
     effort,
     declared,
+    torque_rate,
     rate,
     lower,
     upper,
@@ -180,7 +208,7 @@ def acceleration_bounds(
     """Write a⁻ and a⁺ of every joint (`JointLimits.bounds`, the module docstring).
 
     Joint i's position is q[positions[i]], its speed v[velocities[i]]; `declared[i]` is its aᵦ,
-    NaN for β (τ̄ − |hᵢ|) / Mᵢᵢ.
+    NaN for β (τ̄ − |hᵢ|) / Mᵢᵢ; `torque_rate[i]` its ṙ, inf for none (then t = 0).
     """
     for i in range(positions.shape[0]):
         j = velocities[i]
@@ -189,11 +217,17 @@ def acceleration_bounds(
         if math.isnan(braking):
             room = max(effort[i] - abs(bias[j]), MIN_BRAKING_SHARE * effort[i])
             braking = BRAKING_SHARE * room / mass[j, j]
-        up = _ceiling(upper_wall[i] - position, max_speed[i], braking, rate)
-        down = _ceiling(position - lower_wall[i], max_speed[i], braking, rate)
+        jerk = JERK_SHARE * torque_rate[i] / mass[j, j]
+        delay = braking / jerk
+        up = _ceiling(upper_wall[i] - position, max_speed[i], braking, rate, delay)
+        down = _ceiling(position - lower_wall[i], max_speed[i], braking, rate, delay)
         over = OVERSPEED_RESPONSE * rate
-        upper[i] = max(rate * (up - velocity) - over * max(velocity - max_speed[i], 0.0), -braking)
+        high = rate * (up - velocity) - over * max(velocity - max_speed[i], 0.0)
         low = rate * (-down - velocity) + over * max(-velocity - max_speed[i], 0.0)
+        if delay > 0.0:
+            high = min(high, math.sqrt(2.0 * jerk * max(up - velocity, 0.0)))
+            low = max(low, -math.sqrt(2.0 * jerk * max(down + velocity, 0.0)))
+        upper[i] = max(high, -braking)
         lower[i] = min(min(low, braking), upper[i])
 
 

@@ -18,6 +18,10 @@ from wbc_control.control.results import TransitionReport
 
 #: Base wrench (N, N m) the contact forces may leave unbalanced before the contacts WARN.
 BASE_RESIDUAL_WARN = 1e-6
+#: A torque rate limit below this many times the joint's effort limit per second (its range
+#: −τ̄..τ̄ crossed in more than 0.25 s) left the arms measured in a limit cycle where a task
+#: could not be met (docs/safety.md, torque_rate_limit).
+SLOW_RATE_RATIO = 8.0
 
 
 class Severity(IntEnum):
@@ -78,6 +82,19 @@ def out_of_reach_tasks(controller: PrioritizedController) -> dict[str, str]:
                 f'reaches {reach.radius:.3g} m at most'
             )
     return found
+
+
+def slow_torque_rates(
+    joint_names: Sequence[str], effort_limits: np.ndarray, rate_limits: np.ndarray
+) -> dict[str, float]:
+    """The joints whose torque rate limit is under `SLOW_RATE_RATIO` τ̄ per second.
+
+    Each with the seconds it takes across its effort range, 2 τ̄ / rate, in joint order; the
+    arrays are `(n_act,)`, a rate inf where there is none.
+    """
+    seconds = 2.0 * effort_limits / rate_limits  # 0 without a rate limit
+    slow = rate_limits < SLOW_RATE_RATIO * effort_limits
+    return {name: float(time) for name, time, flag in zip(joint_names, seconds, slow) if flag}
 
 
 def tasks_check(
