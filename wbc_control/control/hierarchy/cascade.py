@@ -253,8 +253,8 @@ def solve_cascade(
         start = point
         point, status = _least(metric, slice(nv, nx), internal, inequality, start, sets)
         if point is not None and reweigh is not None:  # weights from this tick's own forces
-            weighted = metric.copy()
-            weighted[nv:, nv:] = np.diag(reweigh(point[nv:]))
+            weighted = metric.copy()  # its force block is diagonal: only the diagonal changes
+            weighted[nv:, nv:].flat[:: nx - nv + 1] = reweigh(point[nv:])
             point, status = _least(weighted, slice(nv, nx), internal, inequality, start, sets)
         if point is None:
             return CascadeResult(None, status, weights)
@@ -268,7 +268,7 @@ def _inequality_rows(hard: HardConstraints, basis: np.ndarray) -> Inequalities:
     """
     equal = hard.equality
     soft = _none_soft(equal.shape[0]) if hard.soft is None else hard.soft
-    if not np.count_nonzero(equal):
+    if not np.logical_or.reduce(equal):
         return inequalities(hard.rows, hard.lower, hard.upper, soft, None, hard.degenerate)
     keep = ~equal
     degenerate = None if hard.degenerate is None else hard.degenerate[keep]
@@ -327,7 +327,7 @@ def _solve_level(
     if moving == basis.shape[1]:  # no force-only columns to keep beside
         kept = basis.dot(fixed)
     else:
-        kept = np.hstack([basis[:, :moving].dot(fixed), basis[:, moving:]])
+        kept = np.concatenate((basis[:, :moving].dot(fixed), basis[:, moving:]), axis=1)
     return Freedom(point + basis.dot(step), kept, fixed.shape[1]), LevelWeights(*report)
 
 
@@ -365,12 +365,15 @@ def _affine_solutions(rows: np.ndarray, values: np.ndarray):
     if rows.shape[0] == 0:
         return np.zeros(nx), np.eye(nx)
     orthogonal, triangle, pivots = lapack.pivoted_qr(rows.T)  # rows[p] = Rᵀ Qᵀ
-    diagonal = np.abs(np.diag(triangle))
-    rank = int((diagonal**2 > RANK_TOLERANCE * diagonal[0] ** 2).sum()) if diagonal[0] else 0
+    diagonal = np.abs(triangle.diagonal())
+    rank = (
+        int(np.add.reduce(diagonal**2 > RANK_TOLERANCE * diagonal[0] ** 2)) if diagonal[0] else 0
+    )
     leading = lapack.upper_transposed_solve(triangle[:rank, :rank], values[pivots[:rank]])
     point = orthogonal[:, :rank].dot(leading)
     error = rows.dot(point) - values
-    if np.abs(error).max(initial=0.0) > 1e-9 * (1.0 + np.abs(values).max(initial=0.0)):
+    largest = np.maximum.reduce
+    if largest(np.abs(error), initial=0.0) > 1e-9 * (1.0 + largest(np.abs(values), initial=0.0)):
         return None, None
     return point, orthogonal[:, rank:]
 
@@ -386,5 +389,5 @@ def _motion_first(point: np.ndarray, basis: np.ndarray, nv: int) -> Freedom:
     if basis.shape[0] == nv or not basis.shape[1]:
         return Freedom(point, basis, basis.shape[1])
     orthogonal, triangle, _ = lapack.pivoted_qr(basis[:nv].T)
-    rank = int((np.abs(np.diag(triangle)) ** 2 > RANK_TOLERANCE).sum())
+    rank = int(np.add.reduce(np.abs(triangle.diagonal()) ** 2 > RANK_TOLERANCE))
     return Freedom(point, basis.dot(orthogonal), rank)

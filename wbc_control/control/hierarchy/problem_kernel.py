@@ -2,8 +2,9 @@
 
 `weighted_rows` writes R = diag(√w E) J and T = √w E (ẍ* − J̇v) for every stacked row
 (`StackProblem.levels` says what E is); `torque_and_joint_rows` writes the hard constraints'
-torque-range and joint-bound rows (`StackProblem.hard_constraints`). Compiled for explicit
-signatures when imported, from numba's on-disk cache after the first time.
+torque-range and joint-bound rows (`StackProblem.hard_constraints`); `mobility_inverse` is the
+M⁻¹ the row scales read. Compiled for explicit signatures when imported, from numba's on-disk
+cache after the first time.
 """
 
 import math
@@ -11,11 +12,16 @@ import math
 from numba import boolean, int64, types
 import numpy as np
 
+from wbc_control.exceptions import InvalidValue
 from wbc_control.kernel_cache import kernel
 from wbc_control.kernel_types import C_MATRIX, C_VECTOR, FLAGS, INDEX, MATRIX, VECTOR
+from wbc_control.model.robot_state import RobotState
 
 #: A group whose largest mobility is at or below this fraction of the stack's largest has none.
 MOBILITY_FLOOR = 1e-12
+#: Where M is singular, the row scales read (M + δI)⁻¹ with δ this fraction of its largest
+#: diagonal entry (`mobility_inverse`).
+MASSLESS_REGULARISATION = 1e-8
 
 
 @kernel()
@@ -124,3 +130,18 @@ def torque_and_joint_rows(
             upper[row] = highest[j] = bounds_upper[i]
             row += 1
     return True
+
+
+def mobility_inverse(state: RobotState) -> np.ndarray:
+    """M⁻¹ for the row scales, or (M + δI)⁻¹ where M is singular.
+
+    A massless link that a constraint holds makes M singular; δ = `MASSLESS_REGULARISATION`
+    times M's largest diagonal entry makes its direction a very mobile one, whose rows weigh
+    little within their level.
+    """
+    try:
+        return state.inverse_mass_matrix
+    except InvalidValue:
+        mass = state.mass_matrix
+        shift = MASSLESS_REGULARISATION * float(np.abs(np.diag(mass)).max(initial=1.0))
+        return np.linalg.inv(mass + shift * np.eye(mass.shape[0]))

@@ -34,18 +34,18 @@ from wbc_control.control.hierarchy.cascade import (
     equality_freedom,
     solve_cascade,
 )
-from wbc_control.control.hierarchy.problem_kernel import torque_and_joint_rows, weighted_rows
+from wbc_control.control.hierarchy.problem_kernel import (
+    mobility_inverse,
+    torque_and_joint_rows,
+    weighted_rows,
+)
 from wbc_control.control.hierarchy.stage_qp import degenerate_ratios, einsum
 from wbc_control.control.switching.task_activation import Stack
-from wbc_control.exceptions import InvalidValue
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
 #: K of the damped reference q̈_posture − K v (1/s), the regularisation's target.
 REFERENCE_DAMPING = 100.0
-#: Where M is singular, the row scales read (M + δI)⁻¹ with δ this fraction of its largest
-#: diagonal entry (`mobility_inverse`).
-MASSLESS_REGULARISATION = 1e-8
 
 
 class StackProblem:
@@ -96,6 +96,9 @@ class StackProblem:
         self._weighted: WeightedRows | None = None  # `levels`' buffers
         self._weights: tuple | None = None  # the √w per level `_roots` concatenates
         self._roots = np.zeros(0)
+        self._reference = np.zeros(robot.nv)  # `reference`'s buffer
+        nx = robot.nv + self.force_count
+        self._metric = np.zeros((nx, nx)) if self.force_count else None  # `metric`'s buffer
 
     def solve(
         self, state: RobotState, rows, target, constraint, bounds, window, weights, shares, band
@@ -176,11 +179,12 @@ class StackProblem:
         to rest at the edge of its workspace (the regularisation of Chiaverini 1997 taken
         towards this motion instead of towards 0).
         """
-        reference = np.zeros(self.robot.nv)
+        reference = self._reference
+        reference[:] = 0.0
         for level_rows, entry_rows, _ in self._postures:
             start = level_rows.start + entry_rows.start
             reference[self._actuated] = rows.desired_acceleration[
-                start : start + len(self._actuated)
+                start : start + self._actuated.shape[0]
             ]
         reference -= REFERENCE_DAMPING * state.v
         return reference
@@ -188,15 +192,17 @@ class StackProblem:
     def metric(self, state: RobotState, row_shares: np.ndarray) -> np.ndarray:
         """H₀ = blockdiag(M, W_f / m): the kinetic energy and the weighted force norm.
 
-        Without forces H₀ is M itself (the state's, not a copy: the cascade only reads it).
+        Without forces H₀ is M itself (the state's, not a copy: the cascade only reads it); with
+        them a buffer of this stack's, whose force block off the diagonal stays 0.
         """
         nv, count = self.robot.nv, self.force_count
         if not count:
             return state.mass_matrix
-        metric = np.zeros((nv + count, nv + count))
+        metric = self._metric
         metric[:nv, :nv] = state.mass_matrix
-        shares = np.maximum(row_shares, 1e-6 * max(float(row_shares.max()), 1e-300))
-        metric[nv:, nv:] = np.diag(self._force_scale / shares)
+        largest = float(np.maximum.reduce(row_shares))
+        shares = np.maximum(row_shares, 1e-6 * max(largest, 1e-300))
+        metric[nv:, nv:].flat[:: count + 1] = self._force_scale / shares
         return metric
 
     def _centre_of_pressure(self, state: RobotState) -> np.ndarray:
@@ -384,18 +390,3 @@ def _all_free(hard: HardConstraints, nv: int) -> Freedom:
     freedom = equality_freedom(hard, nv)
     freedom.point.flags.writeable = freedom.basis.flags.writeable = False
     return freedom
-
-
-def mobility_inverse(state: RobotState) -> np.ndarray:
-    """M⁻¹ for the row scales, or (M + δI)⁻¹ where M is singular.
-
-    A massless link that a constraint holds makes M singular; δ = `MASSLESS_REGULARISATION`
-    times M's largest diagonal entry makes its direction a very mobile one, whose rows weigh
-    little within their level.
-    """
-    try:
-        return state.inverse_mass_matrix
-    except InvalidValue:
-        mass = state.mass_matrix
-        shift = MASSLESS_REGULARISATION * float(np.abs(np.diag(mass)).max(initial=1.0))
-        return np.linalg.inv(mass + shift * np.eye(mass.shape[0]))
