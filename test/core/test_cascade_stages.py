@@ -565,14 +565,18 @@ def test_a_warm_started_tick_is_the_cold_one_and_daqp_needs_no_step_from_the_tru
 
 def test_the_working_sets_are_kept_per_stage_and_only_over_the_same_rows():
     previous = (np.array([1, 0, -1], dtype=np.int8), None, np.array([0, 1], dtype=np.int8))
-    sets = cascade.WorkingSets(previous, rows=3)
-    assert sets.guess().tolist() == [1, 0, -1]
-    sets.record(None)
-    assert sets.guess() is None  # the previous tick solved no QP at this stage
-    sets.record(np.zeros(3, dtype=np.int8))
-    assert sets.guess() is None  # over 2 rows, not these 3
-    sets.record(None)
-    assert sets.guess() is None  # beyond the stages of the previous tick
+    sets = cascade.WorkingSets(previous)
+    assert next(sets.previous, None).tolist() == [1, 0, -1]
+    assert next(sets.previous, None) is None  # the previous tick solved no QP at this stage
+    assert next(sets.previous, None).tolist() == [0, 1]
+    assert next(sets.previous, None) is None  # beyond the stages of the previous tick
+    # A stage over 3 rows starts cold from a set over 2 (the rows of another layout).
+    rows, lower, upper, point, basis, step = violated(*stage_case())
+    soft = np.zeros(3, dtype=bool)
+    *_, found, warmed = call(rows, lower, upper, point, basis, step, soft, warm=previous[2])
+    assert not warmed and not found.any()
+    *_, found, warmed = call(rows, lower, upper, point, basis, step, soft, warm=previous[0])
+    assert warmed and found.any()
 
 
 @pytest.mark.parametrize(('fraction', 'authority'), [(1e-13, False), (1e-10, True)])

@@ -157,26 +157,17 @@ class WorkingSets:
     """The rows that bound each stage at the last tick: DAQP's first working set at this one.
 
     Consecutive ticks share most of their binding rows (joints at their bounds, torques at
-    their limits); a stage starts from its own at the previous tick where that was over the
-    same rows (a warm start).
+    their limits); a stage starts from its own at the previous tick (`next(previous, None)`,
+    one per stage in order), which `stage_kernel.stage_problem` takes where it was over the
+    same rows (a warm start). Each stage appends to `found` the rows that bound it (None: it
+    solved no QP).
     """
 
-    def __init__(self, previous: tuple, rows: int) -> None:
-        self._previous, self._rows = previous, rows
+    __slots__ = ('previous', 'found')
+
+    def __init__(self, previous: tuple) -> None:
+        self.previous = iter(previous)
         self.found: list[np.ndarray | None] = []
-
-    def guess(self) -> np.ndarray | None:
-        """The working set to start this stage from (None: DAQP's own, empty)."""
-        stage = len(self.found)
-        if stage < len(self._previous):
-            last = self._previous[stage]
-            if last is not None and last.shape[0] == self._rows:
-                return last
-        return None
-
-    def record(self, active: np.ndarray | None) -> None:
-        """The rows that bound this stage (None: it solved no QP)."""
-        self.found.append(active)
 
 
 def solve_cascade(
@@ -220,7 +211,7 @@ def solve_cascade(
         return CascadeResult(None, 'the contact constraints are inconsistent', [])
     inequality = _inequality_rows(hard, freedom.basis)
     box = hard.box if hard.box is not None else unbounded_box(nv)
-    sets = WorkingSets(warm, inequality.lower.shape[0])
+    sets = WorkingSets(warm)
     weights, equalities, built = [], freedom, []
     # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
     orthonormal = nx == nv
@@ -315,13 +306,14 @@ def _solve_level(
     """
     point, basis, moving = freedom
     authority, hessian, gradient, unbounded, fixed, *report = problem
+    warm = next(sets.previous, None)
     if not authority:  # nothing this level can move: no authority, no pins
-        sets.record(None)
+        sets.found.append(None)
         return freedom, NO_AUTHORITY
     step, status, active = solve_stage(
-        hessian, gradient, inequality, point, basis, unbounded, sets.guess(), first
+        hessian, gradient, inequality, point, basis, unbounded, warm, first
     )
-    sets.record(active)
+    sets.found.append(active)
     if step is None:
         return status
     if moving == basis.shape[1]:  # no force-only columns to keep beside
@@ -333,8 +325,9 @@ def _solve_level(
 
 def _least(metric, block: slice, directions, inequality: Inequalities, point, sets):
     """(x, status): x = x₀ + Z z minimising the `block` part of xᵀ H₀ x over z, or (None, why)."""
+    warm = next(sets.previous, None)
     if not directions.shape[1]:
-        sets.record(None)
+        sets.found.append(None)
         return point, ''
     part = directions[block]
     hessian = part.T.dot(metric[block, block]).dot(part)
@@ -347,9 +340,9 @@ def _least(metric, block: slice, directions, inequality: Inequalities, point, se
     gradient = part.T.dot(metric[block, block].dot(point[block]))
     unbounded = -lapack.cholesky_solve(factor, gradient)
     step, status, active = solve_stage(
-        hessian, gradient, inequality, point, directions, unbounded, sets.guess()
+        hessian, gradient, inequality, point, directions, unbounded, warm
     )
-    sets.record(active)
+    sets.found.append(active)
     if step is None:
         return None, status
     return point + directions.dot(step), ''

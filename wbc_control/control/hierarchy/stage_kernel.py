@@ -76,8 +76,8 @@ def stage_problem(
     factor 1 for a row marked soft), w = `soft_weight` times H's mean curvature. `step`: the
     closed-form step, which meets a row to `primal` (relative). `sense`: DAQP's first working
     set over the rows handed over, from `warm` (the rows of C that bound the stage at the last
-    tick, as `stage_qp.solve_stage`'s `active`; empty: none) for the hard rows, free for the
-    others; `warmed`: any row of it not free.
+    tick, as `stage_qp.solve_stage`'s `active`; empty or over another count of rows: none) for
+    the hard rows, free for the others; `warmed`: any row of it not free.
     """
     count, size = rows.shape[0], basis.shape[1]
     c_rows = np.ascontiguousarray(rows)
@@ -162,7 +162,7 @@ def stage_problem(
             out[first, j] = out[second, j] = matrix[i, j] / norm
     sense = np.zeros(hard_count + 2 * soft_count, np.intc)
     warmed = False
-    if warm.shape[0]:
+    if warm.shape[0] == count:
         for h in range(hard_count):
             side = warm[hard[h]]
             if side != 0:
