@@ -87,7 +87,7 @@ def test_a_levels_problem_is_the_plain_numpy_one(
     if past and np.isfinite(room):  # every other joint's box moved wholly above x₀
         shift = np.where(np.arange(nv) % 2 == 0, 2.5 * room, 0.0)
         box = (box[0] + shift, box[1] + shift)
-    authority, hessian, gradient, step, fixed, *report = level_problem(
+    authority, problem, fixed, *report = level_problem(
         rows, target, rank, point, basis, moving, reference, band, forces == 0, tie_break,
         stiffness, *box,
     )  # fmt: skip
@@ -97,6 +97,8 @@ def test_a_levels_problem_is_the_plain_numpy_one(
     assert authority == (expected is not None)
     if expected is None:
         return
+    size = problem.shape[1]
+    hessian, gradient, step = problem[:size], problem[size], problem[size + 1]
     scale = np.abs(expected.hessian).max()
     np.testing.assert_allclose(hessian, expected.hessian, rtol=0, atol=1e-10 * scale)
     np.testing.assert_allclose(
@@ -137,12 +139,12 @@ UNBOUNDED = (np.full(3, -np.inf), np.full(3, np.inf))
 def weak_push(demand: float, stiffness: float, reference: float = 0.0):
     """(λ² / s_max², the step along the weak direction) at `demand`."""
     target = np.array([0.3, -0.2, demand])
-    _, _, _, step, _, _, weak, _, regularisation = level_problem(
+    _, problem, _, _, weak, _, regularisation = level_problem(
         np.diag([LARGEST, 0.5, WEAKEST]), target, 3, np.zeros(3), np.eye(3), 3,
         np.array([0.0, 0.0, reference]), 0.03, True, 1e-3, stiffness, *UNBOUNDED,
     )  # fmt: skip
     assert weak == 1
-    return regularisation, step[2]
+    return regularisation, problem[-1, 2]  # its last row: the closed-form step
 
 
 @pytest.mark.parametrize('stiffness', [100.0, 400.0])
@@ -175,11 +177,11 @@ def test_past_the_bound_a_larger_demand_no_longer_pushes_harder():
 def middle_step(demand: float, lowest, highest, point):
     """(λ² / s_max², the step) along the middle direction of a level of 2, 0.5, 0.3 (none weak)."""
     target = np.array([0.3, demand, -0.001])
-    _, _, _, step, _, _, _, _, regularisation = level_problem(
+    _, problem, _, _, _, _, regularisation = level_problem(
         np.diag([LARGEST, 0.5, 0.3]), target, 3, point, np.eye(3), 3, np.zeros(3), 0.03,
         True, 1e-3, 1e4, lowest, highest,
     )  # fmt: skip
-    return regularisation, step[1]
+    return regularisation, problem[-1, 1]  # its last row: the closed-form step
 
 
 def test_a_step_that_would_leave_the_joint_box_is_damped_to_its_edge():
@@ -251,9 +253,14 @@ def call(rows, lower, upper, point, basis, step, soft=None, hessian=None, warm=N
     hessian = np.diag(np.arange(1.0, size + 1.0)) if hessian is None else hessian
     norms = np.linalg.norm(rows, axis=1)
     return stage_problem(
-        hessian, np.linspace(-1.0, 1.0, size), rows, lower, upper, soft, norms, point, basis,
-        step, warm, PRIMAL, CARRIED, np.full(rows.shape[0], DEGENERATE), SOFT,
+        stacked(hessian, np.linspace(-1.0, 1.0, size), step), rows, lower, upper, soft, norms,
+        point, basis, warm, PRIMAL, CARRIED, np.full(rows.shape[0], DEGENERATE), SOFT,
     )  # fmt: skip
+
+
+def stacked(hessian, gradient, step):
+    """A stage's H, g and closed-form step z* as `stage_problem` reads them: H, gᵀ, z*ᵀ."""
+    return np.vstack([hessian, gradient, step])
 
 
 def test_a_step_that_meets_every_row_to_the_tolerance_needs_no_qp():
@@ -286,7 +293,7 @@ def test_the_rows_go_scaled_with_the_bounds_the_start_point_meets_widened_to_it(
     lower = lower.copy()
     lower[1] = offset[1] + 0.5 * carried[1]  # met to `carried`: widened to the start point
     lower[2] = offset[2] + 2.0 * carried[2]  # beyond it: kept
-    verdict, _, _, out, low, high, hard, *_ = call(rows, lower, upper, point, basis, step)
+    verdict, _, out, (low, high), hard, *_ = call(rows, lower, upper, point, basis, step)
     assert verdict == NEEDS_QP
     assert hard.tolist() == [0, 1, 2]
     norms = np.linalg.norm(rows.dot(basis), axis=1)
@@ -350,9 +357,8 @@ def test_a_row_the_stage_can_hardly_move_is_soft_below_the_degenerate_ratio(fact
     values = rows[2].dot(point + basis.dot(step))
     lower, upper = lower.copy(), upper.copy()
     lower[2], upper[2] = values - 1.0, values + 1.0
-    verdict, curvature, gradient, out, low, high, hard, *_ = call(
-        rows, lower, upper, point, basis, step
-    )
+    verdict, qp, out, (low, high), hard, *_ = call(rows, lower, upper, point, basis, step)
+    curvature, gradient = qp[:-1], qp[-1]
     assert verdict == NEEDS_QP
     assert (2 not in hard) == soft
     assert out.shape == ((2 + 2, 4) if soft else (3, 3))
@@ -379,9 +385,9 @@ def test_a_joint_bound_is_soft_below_a_larger_ratio_than_other_rows(joint):
     inequality = stage_qp.inequalities(rows, lower, upper, no_soft, None, thresholds)
     expected = [DEGENERATE, DEGENERATE, stage_qp.JOINT_DEGENERATE if joint else DEGENERATE]
     assert inequality.degenerate.tolist() == expected
-    verdict, _, _, out, *_, hard, _, _ = stage_problem(
-        np.diag([1.0, 2.0, 3.0]), np.array([0.3, -0.1, 0.2]), rows, lower, upper,
-        np.zeros(3, dtype=bool), inequality.norms, point, basis, step, np.zeros(0, np.int8),
+    verdict, _, out, _, hard, _, _ = stage_problem(
+        stacked(np.diag([1.0, 2.0, 3.0]), np.array([0.3, -0.1, 0.2]), step), rows, lower,
+        upper, np.zeros(3, dtype=bool), inequality.norms, point, basis, np.zeros(0, np.int8),
         PRIMAL, CARRIED, inequality.degenerate, SOFT,
     )  # fmt: skip
     assert verdict == NEEDS_QP
@@ -440,7 +446,9 @@ def test_a_row_turns_hard_at_the_degenerate_ratio_without_moving_the_stages_solu
         thresholds = stage_qp.degenerate_ratios(np.array([joint, False, False]))
         no_soft = np.zeros(3, dtype=bool)
         inequality = stage_qp.inequalities(turned, low, high, no_soft, None, thresholds)
-        z, status, _ = stage_qp.solve_stage(hessian, gradient, inequality, point, basis, unbounded)
+        z, status, _ = stage_qp.solve_stage(
+            stacked(hessian, gradient, unbounded), inequality, point, basis
+        )
         assert status == '', status
         steps.append(z)
         past.append(turned[0].dot(basis.dot(z)))
@@ -493,7 +501,7 @@ def test_a_stage_is_quadprogs_solution_of_the_textbook_problem(seed):
     unbounded = -np.linalg.solve(hessian, gradient)
     inequality = stage_qp.inequalities(rows, lower, upper, np.zeros(8, dtype=bool))
     z, status, active = stage_qp.solve_stage(
-        hessian, gradient, inequality, point, basis, unbounded
+        stacked(hessian, gradient, unbounded), inequality, point, basis
     )
     matrix, offset = rows.dot(basis), rows.dot(point)
     below, above = np.isfinite(lower), np.isfinite(upper)
@@ -652,7 +660,7 @@ def conflicting_stage():
     gradient = np.array([0.3, -0.2, 0.1, 0.4])
     unbounded = -np.linalg.solve(hessian, gradient)
     inequality = stage_qp.inequalities(rows, lower, upper, np.zeros(3, dtype=bool))
-    return hessian, gradient, inequality, np.zeros(4), np.eye(4), unbounded
+    return stacked(hessian, gradient, unbounded), inequality, np.zeros(4), np.eye(4)
 
 
 @pytest.mark.parametrize('first', [True, False])

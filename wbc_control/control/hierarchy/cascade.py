@@ -305,14 +305,12 @@ def _solve_level(
     `first`: `freedom` is the hard equalities' own (`stage_qp.solve_stage`).
     """
     point, basis, moving = freedom
-    authority, hessian, gradient, unbounded, fixed, *report = problem
+    authority, matrices, fixed, *report = problem
     warm = next(sets.previous, None)
     if not authority:  # nothing this level can move: no authority, no pins
         sets.found.append(None)
         return freedom, NO_AUTHORITY
-    step, status, active = solve_stage(
-        hessian, gradient, inequality, point, basis, unbounded, warm, first
-    )
+    step, status, active = solve_stage(matrices, inequality, point, basis, warm, first)
     sets.found.append(active)
     if step is None:
         return status
@@ -339,9 +337,8 @@ def _least(metric, block: slice, directions, inequality: Inequalities, point, se
         )
     gradient = part.T.dot(metric[block, block].dot(point[block]))
     unbounded = -lapack.cholesky_solve(factor, gradient)
-    step, status, active = solve_stage(
-        hessian, gradient, inequality, point, directions, unbounded, warm
-    )
+    problem = np.concatenate((hessian, gradient[None], unbounded[None]))
+    step, status, active = solve_stage(problem, inequality, point, directions, warm)
     sets.found.append(active)
     if step is None:
         return None, status

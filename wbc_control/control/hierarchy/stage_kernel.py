@@ -14,7 +14,7 @@ from numba import boolean, float64, int8, int64, intc, types
 import numpy as np
 
 from wbc_control.kernel_cache import kernel
-from wbc_control.kernel_types import C_MATRIX, C_VECTOR, FLAGS, INDEX, MATRIX, VECTOR
+from wbc_control.kernel_types import C_MATRIX, FLAGS, INDEX, MATRIX, VECTOR
 
 #: `stage_problem`'s verdicts.
 MEETS_ALL, NEEDS_QP, STUCK = 0, 1, 2
@@ -30,7 +30,7 @@ SENSE_LOWER, SENSE_UPPER = 3, 1
 
 STAGE_PROBLEM = types.Tuple(
     (
-        int64, C_MATRIX, C_VECTOR, C_MATRIX, C_VECTOR, C_VECTOR, types.Array(int64, 1, 'C'),
+        int64, C_MATRIX, C_MATRIX, C_MATRIX, types.Array(int64, 1, 'C'),
         types.Array(intc, 1, 'C'), boolean,
     )
 )  # fmt: skip
@@ -40,14 +40,13 @@ WORKING_SET = types.Array(int8, 1, 'A', readonly=True)
 
 @kernel(
     STAGE_PROBLEM(
-        MATRIX, VECTOR, MATRIX, VECTOR, VECTOR, FLAGS, VECTOR, VECTOR, MATRIX, VECTOR,
-        WORKING_SET, float64, float64, VECTOR, float64,
+        MATRIX, MATRIX, VECTOR, VECTOR, FLAGS, VECTOR, VECTOR, MATRIX, WORKING_SET, float64,
+        float64, VECTOR, float64,
     ),
     any_layout=True,
 )  # fmt: skip
 def stage_problem(
-    hessian,
-    gradient,
+    problem,
     rows,
     lower,
     upper,
@@ -55,16 +54,17 @@ def stage_problem(
     norms,
     point,
     basis,
-    step,
     warm,
     primal,
     carried,
     degenerate,
     soft_weight,
 ):  # pragma: no cover - runs compiled
-    """(verdict, H, g, rows, lower, upper, hard, sense, warmed): the stage's QP (module docstring).
+    """(verdict, qp, rows, bounds, hard, sense, warmed): the stage's QP (module docstring).
 
-    The QP is min ½ zᵀ H z + gᵀ z s.t. lower ≤ rows z ≤ upper over z and a slack per soft row.
+    The QP is min ½ zᵀ H z + gᵀ z s.t. lower ≤ rows z ≤ upper over z and a slack per soft row;
+    `qp` stacks H and gᵀ, `bounds` lowerᵀ and upperᵀ (fewer arrays to hand back). `problem`
+    stacks the stage's own H, gᵀ and closed-form step z*ᵀ over z (`level_kernel.level_problem`).
     A row i of C goes to the solver where ‖cᵢ Z‖ is above 1e-12 of the largest, scaled to
     cᵢ Z / ‖cᵢ Z‖, with the bounds (lowerᵢ − cᵢ x₀) / ‖cᵢ Z‖, (upperᵢ − cᵢ x₀) / ‖cᵢ Z‖ widened
     to 0 where x₀ meets them to `carried` (relative); the hard ones first, in order (`hard`:
@@ -73,18 +73,19 @@ def stage_problem(
     `HARD_SHARE` of `degenerate`ᵢ; it goes twice, cᵢ z + sᵢ ≥ lowerᵢ then cᵢ z − sᵢ ≤ upperᵢ
     (so that at the optimum |sᵢ| is its violation, half the gap where lower > upper), and sᵢ
     costs w (r / (1 − r))² ‖cᵢ Z‖² sᵢ² in the scaled units, r = ratio / `degenerate`ᵢ (the
-    factor 1 for a row marked soft), w = `soft_weight` times H's mean curvature. `step`: the
-    closed-form step, which meets a row to `primal` (relative). `sense`: DAQP's first working
+    factor 1 for a row marked soft), w = `soft_weight` times H's mean curvature. z* meets a
+    row to `primal` (relative). `sense`: DAQP's first working
     set over the rows handed over, from `warm` (the rows of C that bound the stage at the last
     tick, as `stage_qp.solve_stage`'s `active`; empty or over another count of rows: none) for
     the hard rows, free for the others; `warmed`: any row of it not free.
     """
     count, size = rows.shape[0], basis.shape[1]
+    hessian, gradient, step = problem[:size], problem[size], problem[size + 1]
     c_rows = np.ascontiguousarray(rows)
     matrix = c_rows.dot(np.ascontiguousarray(basis))
     offset = c_rows.dot(np.ascontiguousarray(point))
     values = matrix.dot(np.ascontiguousarray(step))
-    empty = (np.zeros((0, 0)), np.zeros(0), np.zeros((0, 0)), np.zeros(0), np.zeros(0))
+    empty = (np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0)))
     none, no_sense = np.zeros(0, np.int64), np.zeros(0, np.intc)
     meets = True
     for i in range(count):
@@ -127,7 +128,8 @@ def stage_problem(
         else:
             hard_count += 1
     total = size + soft_count
-    curvature = np.zeros((total, total))
+    qp = np.zeros((total + 1, total))
+    curvature, linear = qp[:total], qp[total]
     for i in range(size):
         for j in range(size):
             curvature[i, j] = 0.5 * (hessian[i, j] + hessian[j, i])
@@ -135,11 +137,10 @@ def stage_problem(
     for i in range(size):
         mean += hessian[i, i]
     scale = soft_weight * max(mean / size, 1e-300)
-    linear = np.zeros(total)
     linear[:size] = gradient
     out = np.zeros((hard_count + 2 * soft_count, total))
-    out_lower = np.empty(hard_count + 2 * soft_count)
-    out_upper = np.empty(hard_count + 2 * soft_count)
+    bounds = np.empty((2, hard_count + 2 * soft_count))
+    out_lower, out_upper = bounds[0], bounds[1]
     hard = np.empty(hard_count, np.int64)
     h = s = 0
     for i in range(count):
@@ -168,7 +169,7 @@ def stage_problem(
             if side != 0:
                 sense[h] = SENSE_LOWER if side < 0 else SENSE_UPPER
                 warmed = True
-    return NEEDS_QP, curvature, linear, out, out_lower, out_upper, hard, sense, warmed
+    return NEEDS_QP, qp, out, bounds, hard, sense, warmed
 
 
 @kernel(types.Array(int8, 1, 'C')(int64, INDEX, VECTOR))

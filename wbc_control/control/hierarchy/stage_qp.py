@@ -111,35 +111,36 @@ def _degenerate(count: int) -> np.ndarray:
 
 
 def solve_stage(
-    hessian: np.ndarray,
-    gradient: np.ndarray,
+    problem: np.ndarray,
     inequality: Inequalities,
     point: np.ndarray,
     basis: np.ndarray,
-    unbounded: np.ndarray,
     warm: np.ndarray | None = None,
     first: bool = False,
 ) -> tuple[np.ndarray | None, str, np.ndarray | None]:
     """(z, '', active) of min ½ zᵀ H z + gᵀ z s.t. lower ≤ C (x₀ + Z z) ≤ upper.
 
-    (None, why, None) where the stage has no solution. `unbounded` is the problem's solution
-    without the inequalities. Soft rows get a slack each, penalised `SOFT_WEIGHT` times the
+    (None, why, None) where the stage has no solution. `problem` `(size + 2, size)` stacks H,
+    gᵀ and z*ᵀ, the problem's solution without the inequalities (`level_kernel.level_problem`).
+    Soft rows get a slack each, penalised `SOFT_WEIGHT` times the
     curvature: violated only where nothing else is possible (`stage_kernel`). `active` says
     which hard rows bind at the solution (+1 upper, -1 lower, 0 none, one per row of
     `inequality`); a `warm` such guess is DAQP's first working set. `first`: x₀ and Z are the
     hard equalities' own solution and freedom (no stage above moved x₀ onto a bound), where
     DAQP's proof of infeasibility is trusted (`_daqp`).
     """
-    verdict, curvature, gradient, rows, low, high, hard, sense, warmed = stage_problem(
-        hessian, gradient, inequality.rows, inequality.lower, inequality.upper,
-        inequality.soft, inequality.norms, point, basis, unbounded,
-        _COLD if warm is None else warm,
+    verdict, qp, rows, bounds, hard, sense, warmed = stage_problem(
+        problem, inequality.rows, inequality.lower, inequality.upper, inequality.soft,
+        inequality.norms, point, basis, _COLD if warm is None else warm,
         PRIMAL_TOLERANCE, CARRIED_TOLERANCE, inequality.degenerate, SOFT_WEIGHT,
     )  # fmt: skip
+    size = problem.shape[1]
     if verdict == MEETS_ALL:
-        return unbounded, '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
+        return problem[size + 1], '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
     if verdict == STUCK:
         return None, 'a constraint no direction left can meet', None
+    total = qp.shape[1]
+    curvature, gradient, low, high = qp[:total], qp[total], bounds[0], bounds[1]
     z, multipliers = _daqp(curvature, gradient, rows, low, high, sense, warmed, first)
     if z is INFEASIBLE:
         return None, 'the hard constraints have no common solution (DAQP)', None
@@ -147,8 +148,8 @@ def solve_stage(
         z = _quadprog(curvature, gradient, rows, low, high)
         if isinstance(z, str):
             return None, z, None
-        return z[: hessian.shape[0]], '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
-    return z[: hessian.shape[0]], '', working_set(inequality.lower.shape[0], hard, multipliers)
+        return z[:size], '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
+    return z[:size], '', working_set(inequality.lower.shape[0], hard, multipliers)
 
 
 def _daqp(curvature, gradient, rows, lower, upper, sense, warmed: bool, first: bool = False):
