@@ -227,10 +227,10 @@ def solve_cascade(
             )  # fmt: skip
         if first:
             built.append(problem)
-        solved = _solve_level(problem, freedom, inequality, sets, first)
-        if isinstance(solved, str):
-            return CascadeResult(None, solved, weights, leading=tuple(built))
-        freedom, report = solved
+        solved, report = _solve_level(problem, freedom, inequality, sets, first)
+        if solved is None:  # `report` says why
+            return CascadeResult(None, report, weights, leading=tuple(built))
+        freedom = solved
         weights.append(report)
     # Least kinetic energy over the directions that move the joints, then the least weighted
     # forces over those that change the forces alone (internal forces): lexicographic, so the
@@ -299,10 +299,11 @@ def _solve_level(
     inequality: Inequalities,
     sets: WorkingSets,
     first: bool = False,
-) -> tuple[Freedom, LevelWeights] | str:
-    """The level's QP `problem` (`level_problem`'s) solved, the freedom it leaves, or why not.
+) -> tuple[Freedom, LevelWeights] | tuple[None, str]:
+    """(the freedom it leaves, its weights) of the level's QP `problem`, else (None, why).
 
-    `first`: `freedom` is the hard equalities' own (`stage_qp.solve_stage`).
+    `problem`: `level_problem`'s answer; `first`: `freedom` is the hard equalities' own
+    (`stage_qp.solve_stage`).
     """
     point, basis, moving = freedom
     authority, matrices, fixed, *report = problem
@@ -313,7 +314,7 @@ def _solve_level(
     step, status, active = solve_stage(matrices, inequality, point, basis, warm, first)
     sets.found.append(active)
     if step is None:
-        return status
+        return None, status
     if moving == basis.shape[1]:  # no force-only columns to keep beside
         kept = basis.dot(fixed)
     else:
