@@ -18,8 +18,14 @@ from robots import random_state, robot
 
 from wbc_control.control.constraints.joint_limits import JointLimits
 from wbc_control.control.contact.contacts import Contact
-from wbc_control.control.hierarchy import cascade, stage_qp
-from wbc_control.control.hierarchy.level_kernel import CLAMP_LIMIT, level_problem
+from wbc_control.control.hierarchy import cascade, stack_problem, stage_qp
+from wbc_control.control.hierarchy.level_kernel import (
+    CLAMP_LIMIT,
+    STIFFNESS_SPEED,
+    WEAK_STIFFNESS,
+    level_problem,
+    weak_stiffness,
+)
 from wbc_control.control.hierarchy.stage_kernel import (
     HARD_SHARE,
     MEETS_ALL,
@@ -747,3 +753,29 @@ def test_a_cascade_with_rows_made_soft_reuses_the_failed_ones_level_problems(mon
     assert fresh.status == reused.status == ''
     assert built == 2 and len(calls) == built + 1  # the second level only
     np.testing.assert_array_equal(reused.solution, fresh.solution)
+
+
+def test_the_weak_stiffness_falls_as_one_over_the_joint_speed_above_v0():
+    """The stiffness is k below and at v₀, k v₀ / ‖q̇‖ above: its push changes at most at k v₀."""
+    for speed in (0.0, 0.5 * STIFFNESS_SPEED, STIFFNESS_SPEED):
+        assert weak_stiffness(speed**2) == WEAK_STIFFNESS
+    for speed in (1.001 * STIFFNESS_SPEED, 2.0 * STIFFNESS_SPEED, 3.7 * STIFFNESS_SPEED):
+        assert weak_stiffness(speed**2) == pytest.approx(WEAK_STIFFNESS * STIFFNESS_SPEED / speed)
+        assert weak_stiffness(speed**2) * speed == pytest.approx(WEAK_STIFFNESS * STIFFNESS_SPEED)
+
+
+def test_the_stack_takes_the_weak_stiffness_from_its_actuated_joints_speed(monkeypatch):
+    """‖q̇‖ over the actuated joints only: a floating base's twist does not soften it."""
+    talos, controller = talos_controller()
+    state = random_state(talos, 3, speed=0.3)
+    seen = []
+
+    def recorded(squared_speed):
+        seen.append(squared_speed)
+        return weak_stiffness(squared_speed)
+
+    monkeypatch.setattr(stack_problem, 'weak_stiffness', recorded)
+    controller.compute(state)
+    joints = state.v[talos.indices.v]
+    assert seen == [pytest.approx(joints.dot(joints), rel=1e-12)]
+    assert joints.dot(joints) < state.v.dot(state.v)  # the base moves too

@@ -157,11 +157,8 @@ def test_an_arm_moves_its_last_frame_5_cm_up(name: str) -> None:
 REACH_TICKS, REST_SPEED, RATE_LIMIT = 3000, 0.02, 1000.0
 #: What these runs still miss (measured; docs/safety.md). Strict: a fix makes them pass.
 REACH_MISSES = {
-    ('xarm7', 0.0): 'chatter: 24 command steps above 2.5 N m, the largest 12.7 N m, while its '
+    ('xarm7', 0.0): 'chatter: 18 command steps above 2.5 N m, the largest 11.7 N m, while its '
     'velocity and effort limits bind (0.6-1.5 s)',
-    ('ur10', 0.0): 'chatter: 2 command steps of 23 N m (5 %: 16.5 N m) starting stretched',
-    ('ur10', RATE_LIMIT): 'a limit cycle at 1.7 rad/s: 1000 N m/s takes 0.66 s across its '
-    '330 N m effort range (2000 N m/s, 6 times its largest limit a second, rests it)',
 }
 
 

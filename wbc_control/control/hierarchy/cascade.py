@@ -27,24 +27,24 @@ Where no inequality binds and no level is weak this is exactly the recursion of 
 and Sentis & Khatib (2005) with the dynamically consistent inverse (docs/theory.md, "The
 equality case").
 
-The middle term regularises a level near a kinematic singularity. sᵢ are the singular values
-of R_k restricted to the joint accelerations the constraints and the levels above leave free,
-vᵢ the joint-space directions: a direction is weak where sᵢ < ε s_max (ε =
-`singular_value_threshold`) and gets λᵢ² = (1 − (sᵢ/ε s_max)²) λ²_max,ᵢ, Chiaverini's (1997)
-variable damping applied to each direction, with λ²_max,ᵢ = max(ε² s_max², s_max |cᵢ| / k):
-cᵢ = uᵢᵀ (T_k − R_k x₀) is the level's demand along the direction, and the second term bounds
-the stiffness of the level's push sᵢ cᵢ / (sᵢ² + λᵢ²) as the configuration moves sᵢ, at k =
-`WEAK_STIFFNESS` (a target out of reach makes cᵢ large and the plain band's push stiffer than
-a 500 Hz loop can follow). Outside the band, and wherever the demand is small, this is the
-plain band: λ²_max = ε² s_max², λᵢ² = ε² s_max² − sᵢ². The level
-then achieves, along vᵢ, a blend of its own task and of q̈_ref, the motion the levels below ask
-for (their joint-posture accelerations), with the weight 1 − (sᵢ/ε s_max)² of q̈_ref rising
-continuously from 0 at the edge of the band to 1 at the singularity, where the generic
-direction the level has lost counts with sᵢ = 0. So a direction the level can hardly move
-follows the posture instead of being driven with a gain of 1/s: at a target out of reach the
-arm settles into its posture rather than wandering along the workspace boundary at its
-velocity limits, and the torque stays continuous through a singularity. The term acts only in
-the span of the level's own rows, which the levels below may not change anyway.
+The middle term regularises a level near a kinematic singularity. sᵢ are the singular values of R_k
+restricted to the joint accelerations the constraints and the levels above leave free, vᵢ the
+joint-space directions: a direction is weak where sᵢ < ε s_max (ε = `singular_value_threshold`) and
+gets λᵢ² = (1 − (sᵢ/ε s_max)²) λ²_max,ᵢ, Chiaverini's (1997) variable damping applied to each
+direction, with λ²_max,ᵢ = max(ε² s_max², s_max |cᵢ| / k): cᵢ = uᵢᵀ (T_k − R_k x₀) is the level's
+demand along the direction, and the second term bounds the stiffness of the level's push sᵢ cᵢ /
+(sᵢ² + λᵢ²) as the configuration moves sᵢ, at k = `WEAK_STIFFNESS` (a target out of reach makes cᵢ
+large and the plain band's push stiffer than a 500 Hz loop can follow), scaled by min(1, v₀ / ‖q̇‖)
+so that the push changes at most at k v₀ a second however fast the arm passes the singularity
+(`weak_stiffness`). Outside the band, and wherever the demand is small, this is the plain band:
+λ²_max = ε² s_max², λᵢ² = ε² s_max² − sᵢ². The level then achieves, along vᵢ, a blend of its own
+task and of q̈_ref, the motion the levels below ask for (their joint-posture accelerations), with
+the weight 1 − (sᵢ/ε s_max)² of q̈_ref rising continuously from 0 at the edge of the band to 1 at
+the singularity, where the generic direction the level has lost counts with sᵢ = 0. So a direction
+the level can hardly move follows the posture instead of being driven with a gain of 1/s: at a
+target out of reach the arm settles into its posture rather than wandering along the workspace
+boundary at its velocity limits, and the torque stays continuous through a singularity. The term
+acts only in the span of the level's own rows, which the levels below may not change anyway.
 
 The last term holds each direction's step inside the joint bounds' box, the selectively damped
 least squares of Buss & Kim (2005): where the level's step along vᵢ, |cᵢ| / sᵢ, is larger than
@@ -68,19 +68,13 @@ from typing import NamedTuple
 import numpy as np
 
 from wbc_control import lapack
-from wbc_control.control.hierarchy.level_kernel import level_problem
+from wbc_control.control.hierarchy.level_kernel import WEAK_STIFFNESS, level_problem
 from wbc_control.control.hierarchy.stage_qp import Inequalities, inequalities, solve_stage
 
 #: A level's tie-break: the curvature, relative to its largest, of each step along directions
 #: its residual does not see. It keeps the QP well conditioned; it biases the level only where
 #: an inequality makes a step along them pay off, and then by about this fraction.
 LEVEL_TIE_BREAK = 1e-3
-#: k (1/s²): the largest stiffness of a weak direction's push, s_max |c| / λ²_max (`level_kernel`
-#: `_damping`). ω = √k = 100 rad/s keeps ω dt at 0.2 for a 500 Hz loop, and the reference's
-#: damping (`stack_problem.REFERENCE_DAMPING`, 100/s) gives it ζ = 0.5; a target out of reach
-#: makes the plain band's stiffness 10 to 100 times this, which a rate-limited command cannot
-#: follow (a limit cycle through the singularity).
-WEAK_STIFFNESS = 1e4
 #: A squared singular value at or below this fraction of the largest is not a direction the
 #: equality rows fix (a numerical rank, Golub & Van Loan 2013, sec 5.5).
 RANK_TOLERANCE = 1e-9
@@ -180,6 +174,7 @@ def solve_cascade(
     warm: tuple = (),
     freedom: Freedom | None = None,
     leading: tuple = (),
+    stiffness: float = WEAK_STIFFNESS,
 ) -> CascadeResult:
     """X of the module docstring: one QP per level, then the least energy and forces if free.
 
@@ -201,8 +196,9 @@ def solve_cascade(
         freedom: `equality_freedom(hard, nv)` where already known (the same hard rows solved
             again with other rows soft); None: found here.
         leading: the `leading` of a failed cascade over the same levels, `freedom`,
-            reference, band and joint box (only which rows are soft differs): its levels'
-            problems, not built again.
+            reference, band, stiffness and joint box (only which rows are soft differs): its
+            levels' problems, not built again.
+        stiffness: k of the weak directions (`weak_stiffness`).
     """
     nx, nv = metric.shape[0], reference.shape[0]
     if freedom is None:
@@ -222,7 +218,7 @@ def solve_cascade(
         else:  # the level's QP (the module docstring) over `freedom`
             problem = level_problem(
                 level.rows, level.target, level.generic_rank, freedom.point, freedom.basis,
-                freedom.moving, reference, band, orthonormal, LEVEL_TIE_BREAK, WEAK_STIFFNESS,
+                freedom.moving, reference, band, orthonormal, LEVEL_TIE_BREAK, stiffness,
                 *box,
             )  # fmt: skip
         if first:

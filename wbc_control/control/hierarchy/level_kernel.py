@@ -31,7 +31,32 @@ NO_AUTHORITY = 1e-12
 #: 100 and 10⁴, 3 left the fewest steps (`dev/out_of_reach_sweep.py`).
 CLAMP_LIMIT = 3.0
 
+#: k (1/s²): the largest stiffness of a weak direction's push, s_max |c| / λ²_max (`_damping`),
+#: at rest. ω = √k = 100 rad/s keeps ω dt at 0.2 for a 500 Hz loop, and the reference's
+#: damping (`stack_problem.REFERENCE_DAMPING`, 100/s) gives it ζ = 0.5; a target out of reach
+#: makes the plain band's stiffness 10 to 100 times this, which a rate-limited command cannot
+#: follow (a limit cycle through the singularity).
+WEAK_STIFFNESS = 1e4
+#: v₀ (rad/s): above this joint speed the weak directions' stiffness falls as 1 / ‖q̇‖
+#: (`weak_stiffness`).
+STIFFNESS_SPEED = 1.5
+
 LEVEL_PROBLEM = types.Tuple((boolean, C_MATRIX, C_MATRIX, int64, int64, float64, float64))
+
+
+def weak_stiffness(squared_speed: float) -> float:
+    """The stiffness k of this tick: `WEAK_STIFFNESS` min(1, v₀ / ‖q̇‖), v₀ = `STIFFNESS_SPEED`.
+
+    k bounds how much a weak direction's push changes per radian the configuration moves
+    (`_damping`); moving at ‖q̇‖ rad/s it changes at up to k ‖q̇‖ a second, so k alone lets an
+    arm that passes a singularity at its velocity limits (reaching for a target out of reach)
+    step its command: a UR10 by 23 N m in a tick. Scaled, the push changes at most at k v₀ a
+    second; below v₀, and at rest, where the arm settles, k is `WEAK_STIFFNESS`.
+    `squared_speed`: ‖q̇‖² over the actuated joints (its root is taken only above v₀).
+    """
+    if squared_speed > STIFFNESS_SPEED * STIFFNESS_SPEED:
+        return WEAK_STIFFNESS * STIFFNESS_SPEED / math.sqrt(squared_speed)
+    return WEAK_STIFFNESS
 
 
 @kernel()

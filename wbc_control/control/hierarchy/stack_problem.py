@@ -34,6 +34,7 @@ from wbc_control.control.hierarchy.cascade import (
     equality_freedom,
     solve_cascade,
 )
+from wbc_control.control.hierarchy.level_kernel import weak_stiffness
 from wbc_control.control.hierarchy.problem_kernel import (
     mobility_inverse,
     torque_and_joint_rows,
@@ -83,6 +84,11 @@ class StackProblem:
             if getattr(entry.task, 'TYPE', None) == 'joint_posture'
         ]
         self._actuated = np.asarray(robot.indices.v, dtype=np.int64)
+        first, count = int(self._actuated[:1].sum()), self._actuated.shape[0]
+        contiguous = np.array_equal(self._actuated, np.arange(first, first + count))
+        # The actuated joints' speeds as a view of v where they are contiguous (they follow a
+        # free flyer's six), indexed otherwise.
+        self._joint_speeds = slice(first, first + count) if contiguous else self._actuated
         self._loads = LoadShares(stack.contacts) if self.force_count else None
         soles = self.force_count and sole_half_size is not None
         self._contacts = stack.contacts
@@ -117,9 +123,12 @@ class StackProblem:
         reweigh = self.reweigh(shares)
         hard, joint_rows = self.hard_constraints(state, constraint, bounds, window)
         reference = self.reference(rows, state)
+        speeds = state.v[self._joint_speeds]
+        stiffness = weak_stiffness(speeds.dot(speeds))
         freedom = self._layout.freedom or equality_freedom(hard, self.robot.nv)
+        warm = self.working_sets
         result = solve_cascade(
-            levels, hard, metric, reference, band, reweigh, self.working_sets, freedom
+            levels, hard, metric, reference, band, reweigh, warm, freedom, (), stiffness
         )
         self.working_sets = result.working_sets
         if result.solution is not None or freedom is None:
@@ -128,13 +137,13 @@ class StackProblem:
         if bounds is not None:
             joints = hard._replace(soft=joint_rows)
             softened = solve_cascade(
-                levels, joints, metric, reference, band, None, (), freedom, built
+                levels, joints, metric, reference, band, None, (), freedom, built, stiffness
             )
             if softened.solution is not None:
                 return softened._replace(status=f'{result.status}; joint limits softened')
         every = hard._replace(soft=np.ones(hard.lower.shape[0], dtype=bool))
         relaxed = solve_cascade(
-            levels, every, metric, reference, band, reweigh, (), freedom, built
+            levels, every, metric, reference, band, reweigh, (), freedom, built, stiffness
         )
         return relaxed._replace(status=f'{result.status}; every inequality softened')
 
