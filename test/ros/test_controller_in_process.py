@@ -248,6 +248,7 @@ def test_a_torque_rate_limit_slow_for_the_effort_limits_is_named_at_start_up(loc
     assert 'torque_rate_limit is slow for the effort limits: panda_joint1 0.58 s, ' in printed
     fingers = 'panda_finger_joint1 0.67 s, panda_finger_joint2 0.67 s across the effort range'
     assert f'panda_joint4 0.58 s, {fingers}' in printed
+    assert 'across the effort range (under 8 times the effort limit a second)' in printed
     assert 'panda_joint5' not in printed
     local({**COMMON, **POSTURE, 'torque_rate_limit': 1000.0})
     assert 'torque_rate_limit is slow' not in capfd.readouterr().err

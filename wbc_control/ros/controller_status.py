@@ -132,9 +132,10 @@ def startup_warnings(loop: ControllerLoop) -> list[str]:
         joints = ', '.join(f'{name} {seconds:.2g} s' for name, seconds in slow.items())
         warnings.append(
             f'torque_rate_limit is slow for the effort limits: {joints} across the effort '
-            f'range. The joint limits hold (their braking ramps up at that rate), but arms '
-            f'limit-cycle below about {checks.SLOW_RATE_RATIO:g} times their effort limit a '
-            'second where a task cannot be met (docs/safety.md)'
+            f'range (under {checks.SLOW_RATE_RATIO:g} times the effort limit a second). The '
+            'joint limits hold (their braking ramps up at that rate), but where a task cannot '
+            'be met (a target out of reach) the arm may keep moving in a limit cycle instead of '
+            'coming to rest (docs/safety.md, torque_rate_limit)'
         )
     return warnings
 
