@@ -223,8 +223,8 @@ def test_invalid_settings_are_named(margin, response, braking, error):
         JointLimits(panda, panda.effort_limits, margin, response, braking)
 
 
-def controller(panda, hand_target=HAND_TARGET, effort_limits=None):
-    """The tasks of config/panda_controller.yaml with joint limits."""
+def controller(panda, hand_target=HAND_TARGET, effort_limits=None, rate_limits=None):
+    """The tasks of config/panda_controller.yaml with joint limits (and a torque rate limit)."""
     hand = FramePoseTask(panda, 'panda_hand', hand_target, kp=[100.0] * 3 + [60.0] * 3)
     posture = JointPostureTask(panda, READY, kp=25.0, kd=10.0)
     effort = panda.effort_limits if effort_limits is None else effort_limits
@@ -232,7 +232,8 @@ def controller(panda, hand_target=HAND_TARGET, effort_limits=None):
         panda,
         [TaskEntry('hand', hand, 0), TaskEntry('posture', posture, 1)],
         effort_limits=effort,
-        joint_limits=JointLimits(panda, effort),
+        joint_limits=JointLimits(panda, effort, torque_rate_limits=rate_limits),
+        torque_rate_limits=rate_limits,
     )
 
 
@@ -398,17 +399,8 @@ def test_with_a_slow_torque_rate_limit_a_target_out_of_reach_keeps_the_joints_in
     The target is out of reach. Bounds that count on braking at once let the arm run through
     its limits (the rollout diverges); bounds that know the rate keep every joint inside.
     """
-    panda, rates = robot('panda'), np.full(9, 150.0)
-    hand = FramePoseTask(panda, 'panda_hand', [*target, 1, 0, 0, 0], kp=[100.0] * 3 + [60.0] * 3)
-    posture = JointPostureTask(panda, READY, kp=25.0, kd=10.0)
-    limits = JointLimits(panda, panda.effort_limits, torque_rate_limits=rates)
-    ctrl = PrioritizedController(
-        panda,
-        [TaskEntry('hand', hand, 0), TaskEntry('posture', posture, 1)],
-        effort_limits=panda.effort_limits,
-        joint_limits=limits,
-        torque_rate_limits=rates,
-    )
+    panda = robot('panda')
+    ctrl = controller(panda, [*target, 1, 0, 0, 0], rate_limits=np.full(9, 150.0))
     positions, torques, _ = rollout(ctrl, READY, 4.0)
     lower, upper = panda.position_limits
     assert (positions >= lower).all() and (positions <= upper).all()

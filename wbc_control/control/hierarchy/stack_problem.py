@@ -84,11 +84,6 @@ class StackProblem:
             if getattr(entry.task, 'TYPE', None) == 'joint_posture'
         ]
         self._actuated = np.asarray(robot.indices.v, dtype=np.int64)
-        first, count = int(self._actuated[:1].sum()), self._actuated.shape[0]
-        contiguous = np.array_equal(self._actuated, np.arange(first, first + count))
-        # The actuated joints' speeds as a view of v where they are contiguous (they follow a
-        # free flyer's six), indexed otherwise.
-        self._joint_speeds = slice(first, first + count) if contiguous else self._actuated
         self._loads = LoadShares(stack.contacts) if self.force_count else None
         soles = self.force_count and sole_half_size is not None
         self._contacts = stack.contacts
@@ -123,7 +118,7 @@ class StackProblem:
         reweigh = self.reweigh(shares)
         hard, joint_rows = self.hard_constraints(state, constraint, bounds, window)
         reference = self.reference(rows, state)
-        speeds = state.v[self._joint_speeds]
+        speeds = state.v[self._actuated]
         stiffness = weak_stiffness(speeds.dot(speeds))
         freedom = self._layout.freedom or equality_freedom(hard, self.robot.nv)
         warm = self.working_sets
