@@ -6,6 +6,8 @@ the factorisation itself at a robot's sizes (a 32 x 32 Cholesky solve: 14 µs th
 equations (`control.contact.contacts`) and the cascade (`control.hierarchy.cascade`).
 """
 
+from functools import cache
+
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
@@ -58,4 +60,14 @@ def pivoted_qr(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     orthogonal, _, info = _ORGQR(square, reflectors)
     if info != 0:  # pragma: no cover - only for invalid arguments
         raise ValueError(f'orgqr failed ({info})')
-    return orthogonal, np.triu(packed[:count]), pivots - 1
+    triangle = packed[:count]  # geqp3's own copy of A: zeroed in place, as np.triu would
+    triangle[_below_diagonal(count, columns)] = 0.0
+    return orthogonal, triangle, pivots - 1
+
+
+@cache
+def _below_diagonal(rows: int, columns: int) -> np.ndarray:
+    """The mask of a rows x columns matrix's strictly lower triangle, read-only (shared)."""
+    mask = np.tri(rows, columns, -1, dtype=bool)
+    mask.flags.writeable = False
+    return mask

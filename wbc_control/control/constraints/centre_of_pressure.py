@@ -58,18 +58,43 @@ def centre_of_pressure_rows(
         half_size: (X, Y), half the sole's length and width (m).
         friction_coefficient: μ of the Coulomb cone.
     """
-    size = sum(contact.dim for contact in contacts)
-    rows = np.zeros((ROWS_PER_SOLE * surface_contact_count(contacts), size))
-    half_length, half_width = float(half_size[0]), float(half_size[1])
-    inner = pyramid_coefficient(friction_coefficient)
-    first, start = 0, 0
-    for contact, rotation in zip(contacts, rotations):
-        if contact.kind is ContactType.SURFACE:
-            block = rows[first : first + ROWS_PER_SOLE, start : start + contact.dim]
-            _sole_rows(contact.rows, rotation, half_length, half_width, inner, block)
-            first += ROWS_PER_SOLE
-        start += contact.dim
+    soles = SoleRows(contacts, half_size, friction_coefficient)
+    rows = np.zeros(soles.shape)
+    soles.write(rotations, rows)
     return rows
+
+
+class SoleRows:
+    """`centre_of_pressure_rows` of one set of contacts: laid out once, written at each tick."""
+
+    def __init__(
+        self, contacts: Sequence[Contact], half_size: np.ndarray, friction_coefficient: float
+    ) -> None:
+        """Each surface contact's block of C: its rows, its force columns (as in the function)."""
+        self.shape = (
+            ROWS_PER_SOLE * surface_contact_count(contacts),
+            sum(contact.dim for contact in contacts),
+        )
+        self._sizes = (float(half_size[0]), float(half_size[1]))
+        self._inner = pyramid_coefficient(friction_coefficient)
+        blocks, first, start = [], 0, 0
+        for index, contact in enumerate(contacts):
+            if contact.kind is ContactType.SURFACE:
+                columns = slice(start, start + contact.dim)
+                blocks.append((index, slice(first, first + ROWS_PER_SOLE), columns, contact.rows))
+                first += ROWS_PER_SOLE
+            start += contact.dim
+        self._blocks = tuple(blocks)
+
+    def write(self, rotations: Sequence[np.ndarray], rows: np.ndarray) -> None:
+        """Write the soles' blocks of C into `rows` `shape` (the rest is left as it is).
+
+        `rotations`: each contact frame's rotation in the world, `(3, 3)` each, all contacts.
+        """
+        half_length, half_width = self._sizes
+        for index, block_rows, columns, selection in self._blocks:
+            block = rows[block_rows, columns]
+            _sole_rows(selection, rotations[index], half_length, half_width, self._inner, block)
 
 
 @kernel(

@@ -12,6 +12,8 @@ equalities C f = 0 (rank: f's size) it is exact and eliminated with the other eq
 import numpy as np
 from scipy.optimize import nnls
 
+from wbc_control.numerics import einsum
+
 #: How far, in the rows' own norm, a certificate's combination may be from zero per unit of
 #: the rows' smallest singular value (`closed`): well below 1, where the proof holds.
 CERTIFICATE_MARGIN = 1e-6
@@ -29,12 +31,12 @@ def closed(rows: np.ndarray) -> bool:
     |ĉᵢ f| ≤ ‖r‖ ‖f‖, so ‖Ĉ f‖ ≤ √k ‖r‖ ‖f‖ < σ_min(Ĉ) ‖f‖ forces f = 0. False where that does
     not hold: the cone may still be closed, never wrongly taken for one.
     """
-    norms = np.sqrt(np.einsum('ij,ij->i', rows, rows))
-    if rows.shape[0] <= rows.shape[1] or not norms.min() > 0.0:
+    norms = np.sqrt(einsum('ij,ij->i', rows, rows))
+    if rows.shape[0] <= rows.shape[1] or not np.minimum.reduce(norms) > 0.0:
         return False
     unit = rows / norms[:, None]
-    inward = -unit.sum(axis=0)
-    if (unit.dot(inward) < 0.0).all():
+    inward = -np.add.reduce(unit, axis=0)
+    if np.logical_and.reduce(unit.dot(inward) < 0.0):
         return False
     _, residual = nnls(unit.T, inward)  # ‖Ĉᵀ w − inward‖ = ‖Ĉᵀ (1 + w)‖
     bound = np.sqrt(unit.shape[0]) * residual

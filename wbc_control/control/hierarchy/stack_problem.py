@@ -13,11 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import pinocchio as pin
 
-from wbc_control.control.constraints.centre_of_pressure import (
-    ROWS_PER_SOLE,
-    centre_of_pressure_rows,
-    surface_contact_count,
-)
+from wbc_control.control.constraints.centre_of_pressure import ROWS_PER_SOLE, SoleRows
 from wbc_control.control.constraints.closed_cones import closed
 from wbc_control.control.constraints.friction import ROWS_PER_CONTACT, friction_rows
 from wbc_control.control.contact.contacts import (
@@ -40,10 +36,11 @@ from wbc_control.control.hierarchy.problem_kernel import (
     torque_and_joint_rows,
     weighted_rows,
 )
-from wbc_control.control.hierarchy.stage_qp import degenerate_ratios, einsum
+from wbc_control.control.hierarchy.stage_qp import degenerate_ratios
 from wbc_control.control.switching.task_activation import Stack
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
+from wbc_control.numerics import einsum
 
 #: K of the damped reference q̈_posture − K v (1/s), the regularisation's target.
 REFERENCE_DAMPING = 100.0
@@ -87,8 +84,9 @@ class StackProblem:
         self._loads = LoadShares(stack.contacts) if self.force_count else None
         soles = self.force_count and sole_half_size is not None
         self._contacts = stack.contacts
-        self._sole_half_size = sole_half_size if soles else None
-        self._friction_coefficient = friction_coefficient
+        self._soles = (
+            SoleRows(stack.contacts, sole_half_size, friction_coefficient) if soles else None
+        )
         self._contact_frames = [robot.frame_id(contact.frame) for contact in stack.contacts]
         sizes = [size for level in levels for e in level.entries for size in e.task.row_groups()]
         self._group_sizes = np.asarray(sizes, dtype=np.int64)
@@ -209,13 +207,6 @@ class StackProblem:
         metric[nv:, nv:].flat[:: count + 1] = self._force_scale / shares
         return metric
 
-    def _centre_of_pressure(self, state: RobotState) -> np.ndarray:
-        """The soles' centre-of-pressure rows C f ≤ 0 at this tick's foot rotations."""
-        rotations = [state.frame_placement(frame).rotation for frame in self._contact_frames]
-        return centre_of_pressure_rows(
-            self._contacts, rotations, self._sole_half_size, self._friction_coefficient
-        )
-
     def reweigh(self, row_shares: np.ndarray):
         """The cascade's second force stage: its weights from the first stage's forces."""
         if self._loads is None:
@@ -260,7 +251,9 @@ class StackProblem:
                 rows[base, nv:] = -constraint[:, : self.robot.base_nv].T
                 lower[base] = upper[base] = -bias[: self.robot.base_nv]
             if layout.pressure.stop > layout.pressure.start:
-                rows[layout.pressure, nv:] = self._centre_of_pressure(state)
+                frames = self._contact_frames  # the soles' rows at their rotations
+                rotations = [state.frame_placement(frame).rotation for frame in frames]
+                self._soles.write(rotations, rows[layout.pressure, nv:])
             self._close_cones(layout)
         return layout.hard, layout.joint_flags
 
@@ -305,8 +298,8 @@ class StackProblem:
             sizes[1] = self.contact_buffers.drift.shape[0]
             sizes[2] = self.robot.base_nv if count else 0
             sizes[3] = self.friction.shape[0]
-            if self._sole_half_size is not None:
-                sizes[4] = ROWS_PER_SOLE * surface_contact_count(self._contacts)
+            if self._soles is not None:
+                sizes[4] = self._soles.shape[0]
         if limited is not None:
             sizes[5] = int(limited.sum())
         starts = np.cumsum([0, *sizes])
@@ -345,7 +338,7 @@ class StackProblem:
             if contact.kind is not ContactType.ALONG and self.friction.shape[0]:
                 rows.extend(range(friction, friction + ROWS_PER_CONTACT))
                 friction += ROWS_PER_CONTACT
-            if contact.kind is ContactType.SURFACE and self._sole_half_size is not None:
+            if contact.kind is ContactType.SURFACE and self._soles is not None:
                 rows.extend(range(pressure, pressure + ROWS_PER_SOLE))
                 pressure += ROWS_PER_SOLE
             if rows:

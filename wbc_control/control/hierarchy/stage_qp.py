@@ -22,15 +22,12 @@ from wbc_control.control.hierarchy.stage_kernel import (
     stage_problem,
     working_set,
 )
+from wbc_control.numerics import einsum
 
 try:  # optional: faster and more precise where installed (pip only, no rosdep key)
     import daqp
 except ImportError:  # pragma: no cover - the test environments install it
     daqp = None
-try:  # numpy's compiled einsum, which np.einsum calls after a dispatch and a Python wrapper
-    from numpy._core.multiarray import c_einsum as einsum
-except ImportError:  # pragma: no cover - numpy 1 (the same function, called through np.einsum)
-    einsum = np.einsum
 
 #: How far the closed-form step may leave an inequality and still count as meeting it.
 PRIMAL_TOLERANCE = 1e-8
