@@ -258,10 +258,18 @@ def call(rows, lower, upper, point, basis, step, soft=None, hessian=None, warm=N
     soft = np.zeros(rows.shape[0], dtype=bool) if soft is None else soft
     hessian = np.diag(np.arange(1.0, size + 1.0)) if hessian is None else hessian
     norms = np.linalg.norm(rows, axis=1)
-    return stage_problem(
+    return split(stage_problem(
         stacked(hessian, np.linspace(-1.0, 1.0, size), step), rows, lower, upper, soft, norms,
         point, basis, warm, PRIMAL, CARRIED, np.full(rows.shape[0], DEGENERATE), SOFT,
-    )  # fmt: skip
+    ))  # fmt: skip
+
+
+def split(answer):
+    """`stage_problem`'s answer split: (verdict, H and gᵀ, rows, bounds, hard, sense, warmed)."""
+    verdict, qp, bounds, sense_hard, warmed = answer
+    total, handed = qp.shape[1], bounds.shape[1]
+    rows, hard, sense = qp[total + 1 :], sense_hard[handed:], sense_hard[:handed]
+    return verdict, qp[: total + 1], rows, bounds, hard, sense, warmed
 
 
 def stacked(hessian, gradient, step):
@@ -331,10 +339,10 @@ def test_daqps_first_working_set_is_the_last_ticks_sides_of_the_hard_rows_only(w
 
 def test_the_working_set_is_the_sign_of_each_hard_rows_multiplier_and_free_elsewhere():
     """Rows 3, 0, 4 handed over in that order; 1, 2 not (soft or dropped); slack rows after."""
-    hard = np.array([3, 0, 4], dtype=np.int64)
+    hard = np.array([3, 0, 4], dtype=np.intc)
     multipliers = np.array([-2.5, 0.0, 1e-300, 7.0, -1.0])  # the last two: soft rows' sides
     assert working_set(6, hard, multipliers).tolist() == [0, 0, 0, -1, 1, 0]
-    assert working_set(2, np.zeros(0, dtype=np.int64), np.zeros(0)).tolist() == [0, 0]
+    assert working_set(2, np.zeros(0, dtype=np.intc), np.zeros(0)).tolist() == [0, 0]
 
 
 def with_ratio(rows: np.ndarray, basis: np.ndarray, row: int, ratio: float) -> np.ndarray:
@@ -391,11 +399,11 @@ def test_a_joint_bound_is_soft_below_a_larger_ratio_than_other_rows(joint):
     inequality = stage_qp.inequalities(rows, lower, upper, no_soft, None, thresholds)
     expected = [DEGENERATE, DEGENERATE, stage_qp.JOINT_DEGENERATE if joint else DEGENERATE]
     assert inequality.degenerate.tolist() == expected
-    verdict, _, out, _, hard, _, _ = stage_problem(
+    verdict, _, out, _, hard, _, _ = split(stage_problem(
         stacked(np.diag([1.0, 2.0, 3.0]), np.array([0.3, -0.1, 0.2]), step), rows, lower,
         upper, np.zeros(3, dtype=bool), inequality.norms, point, basis, np.zeros(0, np.int8),
         PRIMAL, CARRIED, inequality.degenerate, SOFT,
-    )  # fmt: skip
+    ))  # fmt: skip
     assert verdict == NEEDS_QP
     assert hard.tolist() == ([0, 1] if joint else [0, 1, 2])
     assert out.shape[0] == (2 + 2 if joint else 3)  # a soft row goes twice

@@ -10,9 +10,8 @@ equalities C f = 0 (rank: f's size) it is exact and eliminated with the other eq
 """
 
 import numpy as np
-from scipy.optimize import nnls
 
-from wbc_control.numerics import einsum
+from wbc_control.numerics import einsum, nnls_residual
 
 #: How far, in the rows' own norm, a certificate's combination may be from zero per unit of
 #: the rows' smallest singular value (`closed`): well below 1, where the proof holds.
@@ -38,7 +37,7 @@ def closed(rows: np.ndarray) -> bool:
     inward = -np.add.reduce(unit, axis=0)
     if np.logical_and.reduce(unit.dot(inward) < 0.0):
         return False
-    _, residual = nnls(unit.T, inward)  # ‖Ĉᵀ w − inward‖ = ‖Ĉᵀ (1 + w)‖
+    residual = nnls_residual(unit.T, inward)  # ‖Ĉᵀ w − inward‖ = ‖Ĉᵀ (1 + w)‖
     bound = np.sqrt(unit.shape[0]) * residual
     if not bound < CERTIFICATE_MARGIN:  # σ_min(Ĉ) ≤ 1: no proof whatever it is
         return False

@@ -14,7 +14,7 @@ from numba import boolean, float64, int8, int64, intc, types
 import numpy as np
 
 from wbc_control.kernel_cache import kernel
-from wbc_control.kernel_types import C_MATRIX, FLAGS, INDEX, MATRIX, VECTOR
+from wbc_control.kernel_types import C_MATRIX, FLAGS, MATRIX, VECTOR
 
 #: `stage_problem`'s verdicts.
 MEETS_ALL, NEEDS_QP, STUCK = 0, 1, 2
@@ -30,12 +30,13 @@ SENSE_LOWER, SENSE_UPPER = 3, 1
 
 STAGE_PROBLEM = types.Tuple(
     (
-        int64, C_MATRIX, C_MATRIX, C_MATRIX, types.Array(int64, 1, 'C'),
-        types.Array(intc, 1, 'C'), boolean,
+        int64, C_MATRIX, C_MATRIX, types.Array(intc, 1, 'C'), boolean,
     )
 )  # fmt: skip
 #: A working set: per row, -1 bound at its lower side, +1 at its upper, 0 free.
 WORKING_SET = types.Array(int8, 1, 'A', readonly=True)
+#: The numbers in C of the hard rows handed to the QP (`stage_problem`'s `hard`).
+HARD_ROWS = types.Array(intc, 1, 'A', readonly=True)
 
 
 @kernel(
@@ -60,11 +61,13 @@ def stage_problem(
     degenerate,
     soft_weight,
 ):  # pragma: no cover - runs compiled
-    """(verdict, qp, rows, bounds, hard, sense, warmed): the stage's QP (module docstring).
+    """(verdict, qp, bounds, sense_hard, warmed): the stage's QP (module docstring).
 
     The QP is min ½ zᵀ H z + gᵀ z s.t. lower ≤ rows z ≤ upper over z and a slack per soft row;
-    `qp` stacks H and gᵀ, `bounds` lowerᵀ and upperᵀ (fewer arrays to hand back). `problem`
-    stacks the stage's own H, gᵀ and closed-form step z*ᵀ over z (`level_kernel.level_problem`).
+    `qp` stacks H, gᵀ and the rows, `bounds` lowerᵀ and upperᵀ, `sense_hard` `sense` (one
+    entry per row of the QP) and `hard`: fewer arrays to hand back, as numba boxes each one
+    with a Python call. `problem` stacks the stage's own H, gᵀ and closed-form step z*ᵀ over
+    z (`level_kernel.level_problem`).
     A row i of C goes to the solver where ‖cᵢ Z‖ is above 1e-12 of the largest, scaled to
     cᵢ Z / ‖cᵢ Z‖, with the bounds (lowerᵢ − cᵢ x₀) / ‖cᵢ Z‖, (upperᵢ − cᵢ x₀) / ‖cᵢ Z‖ widened
     to 0 where x₀ meets them to `carried` (relative); the hard ones first, in order (`hard`:
@@ -85,8 +88,8 @@ def stage_problem(
     matrix = c_rows.dot(np.ascontiguousarray(basis))
     offset = c_rows.dot(np.ascontiguousarray(point))
     values = matrix.dot(np.ascontiguousarray(step))
-    empty = (np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0)))
-    none, no_sense = np.zeros(0, np.int64), np.zeros(0, np.intc)
+    empty = (np.zeros((0, 0)), np.zeros((0, 0)))
+    none = np.zeros(0, np.intc)
     meets = True
     for i in range(count):
         slack = primal * (1.0 + abs(values[i]))
@@ -94,7 +97,7 @@ def stage_problem(
             meets = False
             break
     if meets:
-        return (MEETS_ALL, *empty, none, no_sense, False)
+        return (MEETS_ALL, *empty, none, False)
     reduced_norms = np.empty(count)
     for i in range(count):
         total = 0.0
@@ -119,7 +122,7 @@ def stage_problem(
         if not norm > threshold:
             slack = primal * (1.0 + abs(values[i]))
             if not is_soft and (low[i] > slack or high[i] < -slack):
-                return (STUCK, *empty, none, no_sense, False)
+                return (STUCK, *empty, none, False)
             reduced_norms[i] = 0.0  # not handed over
             continue
         if is_soft:
@@ -128,8 +131,9 @@ def stage_problem(
         else:
             hard_count += 1
     total = size + soft_count
-    qp = np.zeros((total + 1, total))
-    curvature, linear = qp[:total], qp[total]
+    handed = hard_count + 2 * soft_count
+    qp = np.zeros((total + 1 + handed, total))
+    curvature, linear, out = qp[:total], qp[total], qp[total + 1 :]
     for i in range(size):
         for j in range(size):
             curvature[i, j] = 0.5 * (hessian[i, j] + hessian[j, i])
@@ -138,10 +142,10 @@ def stage_problem(
         mean += hessian[i, i]
     scale = soft_weight * max(mean / size, 1e-300)
     linear[:size] = gradient
-    out = np.zeros((hard_count + 2 * soft_count, total))
-    bounds = np.empty((2, hard_count + 2 * soft_count))
+    bounds = np.empty((2, handed))
     out_lower, out_upper = bounds[0], bounds[1]
-    hard = np.empty(hard_count, np.int64)
+    sense_hard = np.zeros(handed + hard_count, np.intc)
+    sense, hard = sense_hard[:handed], sense_hard[handed:]
     h = s = 0
     for i in range(count):
         norm = reduced_norms[i]
@@ -161,7 +165,6 @@ def stage_problem(
             s += 1
         for j in range(size):
             out[first, j] = out[second, j] = matrix[i, j] / norm
-    sense = np.zeros(hard_count + 2 * soft_count, np.intc)
     warmed = False
     if warm.shape[0] == count:
         for h in range(hard_count):
@@ -169,10 +172,10 @@ def stage_problem(
             if side != 0:
                 sense[h] = SENSE_LOWER if side < 0 else SENSE_UPPER
                 warmed = True
-    return NEEDS_QP, qp, out, bounds, hard, sense, warmed
+    return NEEDS_QP, qp, bounds, sense_hard, warmed
 
 
-@kernel(types.Array(int8, 1, 'C')(int64, INDEX, VECTOR))
+@kernel(types.Array(int8, 1, 'C')(int64, HARD_ROWS, VECTOR))
 def working_set(count, hard, multipliers):  # pragma: no cover - runs compiled
     """The side each of `count` rows binds at a QP's solution: +1 upper, -1 lower, 0 none.
 

@@ -126,7 +126,7 @@ def solve_stage(
     hard equalities' own solution and freedom (no stage above moved x₀ onto a bound), where
     DAQP's proof of infeasibility is trusted (`_daqp`).
     """
-    verdict, qp, rows, bounds, hard, sense, warmed = stage_problem(
+    verdict, qp, bounds, sense_hard, warmed = stage_problem(
         problem, inequality.rows, inequality.lower, inequality.upper, inequality.soft,
         inequality.norms, point, basis, _COLD if warm is None else warm,
         PRIMAL_TOLERANCE, CARRIED_TOLERANCE, inequality.degenerate, SOFT_WEIGHT,
@@ -137,7 +137,9 @@ def solve_stage(
     if verdict == STUCK:
         return None, 'a constraint no direction left can meet', None
     total = qp.shape[1]
-    curvature, gradient, low, high = qp[:total], qp[total], bounds[0], bounds[1]
+    curvature, gradient, rows = qp[:total], qp[total], qp[total + 1 :]
+    low, high, handed = bounds[0], bounds[1], bounds.shape[1]
+    sense, hard = sense_hard[:handed], sense_hard[handed:]
     z, multipliers = _daqp(curvature, gradient, rows, low, high, sense, warmed, first)
     if z is INFEASIBLE:
         return None, 'the hard constraints have no common solution (DAQP)', None
