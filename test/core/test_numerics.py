@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import nnls
 
-from wbc_control.numerics import einsum, nnls_residual
+from wbc_control.numerics import einsum, nnls_residual, singular_values
 
 
 @pytest.mark.parametrize('seed', range(5))
@@ -31,3 +31,20 @@ def test_nnls_residual_is_zero_where_a_nonnegative_combination_meets_the_target(
 def test_einsum_is_numpys_row_wise_dot():
     rows = np.random.default_rng(3).standard_normal((7, 5))
     assert np.array_equal(einsum('ij,ij->i', rows, rows), np.einsum('ij,ij->i', rows, rows))
+
+
+@pytest.mark.parametrize('shape', [(12, 6), (17, 6), (6, 6), (3, 5)])
+def test_singular_values_are_numpys_to_the_bit(shape):
+    rng = np.random.default_rng(shape[0])
+    matrix = rng.standard_normal(shape)
+    matrix[-1] = matrix[0]  # rank-deficient where square
+    expected = np.linalg.svd(matrix, compute_uv=False)
+    assert np.array_equal(singular_values(matrix), expected)
+    assert np.array_equal(singular_values(matrix.T), np.linalg.svd(matrix.T, compute_uv=False))
+
+
+def test_singular_values_raise_numpys_error_where_lapack_fails():
+    matrix = np.ones((12, 6))
+    matrix[0, 0] = np.nan
+    with pytest.raises(np.linalg.LinAlgError, match='did not converge'):
+        singular_values(matrix)

@@ -11,7 +11,7 @@ equalities C f = 0 (rank: f's size) it is exact and eliminated with the other eq
 
 import numpy as np
 
-from wbc_control.numerics import einsum, nnls_residual
+from wbc_control.numerics import einsum, nnls_residual, singular_values
 
 #: How far, in the rows' own norm, a certificate's combination may be from zero per unit of
 #: the rows' smallest singular value (`closed`): well below 1, where the proof holds.
@@ -41,4 +41,4 @@ def closed(rows: np.ndarray) -> bool:
     bound = np.sqrt(unit.shape[0]) * residual
     if not bound < CERTIFICATE_MARGIN:  # σ_min(Ĉ) ≤ 1: no proof whatever it is
         return False
-    return bool(bound < CERTIFICATE_MARGIN * np.linalg.svd(unit, compute_uv=False)[-1])
+    return bool(bound < CERTIFICATE_MARGIN * singular_values(unit)[-1])
