@@ -214,7 +214,8 @@ class StackProblem:
 
         def weights(forces: np.ndarray) -> np.ndarray:
             shares = row_shares * self._loads.factors(forces)
-            return self._force_scale / np.maximum(shares, 1e-6 * max(float(shares.max()), 1e-300))
+            largest = float(np.maximum.reduce(shares))
+            return self._force_scale / np.maximum(shares, 1e-6 * max(largest, 1e-300))
 
         return weights
 

@@ -179,7 +179,7 @@ def _daqp(curvature, gradient, rows, lower, upper, sense, warmed: bool, first: b
             if flag >= 1 or (first and flag == DAQP_INFEASIBLE):
                 break
     if flag >= 1:
-        return np.asarray(z), np.asarray(info['lam'])
+        return z, info['lam']  # arrays (DAQP's Python interface returns np.asarray of both)
     return (INFEASIBLE if first and flag == DAQP_INFEASIBLE else None), None
 
 
