@@ -180,6 +180,39 @@ def test_past_the_bound_a_larger_demand_no_longer_pushes_harder():
     assert towards < pushes[2]
 
 
+def weak_plane_step(turn: float, demand: float = 5.0) -> np.ndarray:
+    """The closed-form step of a level whose two weak directions share s = 0.02 (to 1e-7).
+
+    Its rows are Pᵀ diag(2, s, s (1 + 1e-7)), P a rotation by `turn` in the plane of the weak
+    rows, and its target (0.3, `demand`, 0): the same problem as diag(2, s, s) with the target
+    P (0.3, demand, 0), so its solution turns with P; the split of 1e-7 makes the SVD's
+    directions turn with P too, and the demand falls on them in the shares cos and sin.
+    """
+    turned = np.eye(3)
+    turned[1:, 1:] = [[np.cos(turn), -np.sin(turn)], [np.sin(turn), np.cos(turn)]]
+    rows = turned.T.dot(np.diag([LARGEST, WEAKEST, WEAKEST * (1.0 + 1e-7)]))
+    _, problem, _, _, weak, _, _ = level_problem(
+        rows, np.array([0.3, demand, 0.0]), 3, np.zeros(3), np.eye(3), 3, np.zeros(3), 0.03,
+        True, 1e-3, 100.0, *UNBOUNDED,
+    )  # fmt: skip
+    assert weak == 2
+    return turned, problem[-1]
+
+
+@pytest.mark.parametrize('turn', [0.3, 0.9, -2.0])
+def test_two_equally_weak_directions_are_damped_alike_whichever_basis_the_svd_picks(turn):
+    """The stiffness bound takes the demand over the weak directions, not along each one.
+
+    Along each, max(ε² s², s_max |cᵢ| / k) made the damping depend on how the SVD split the
+    demand between directions of (nearly) equal singular values, a basis that turns quickly
+    with the configuration there: a UR10 reaching out of reach with a pose task stepped its
+    command by 50 N m. With the demand's norm over the band the step turns with the problem.
+    """
+    _, straight = weak_plane_step(0.0)
+    turned, step = weak_plane_step(turn)
+    assert step == pytest.approx(turned.dot(straight), rel=1e-5, abs=1e-9)
+
+
 def middle_step(demand: float, lowest, highest, point):
     """(λ² / s_max², the step) along the middle direction of a level of 2, 0.5, 0.3 (none weak)."""
     target = np.array([0.3, demand, -0.001])

@@ -46,10 +46,10 @@ def level_problem(
     residual = target - rows.dot(point[:nv])
     demand = left_q[:, :count].T.dot(residual)
     edge = band * values[0]
-    peak = np.maximum(edge**2, values[0] * np.abs(demand) / stiffness)
-    towards_reference = np.where(
-        values[:count] < edge, (1.0 - (values[:count] / edge) ** 2) * peak, 0.0
-    )
+    shares = np.where(values[:count] < edge, 1.0 - (values[:count] / edge) ** 2, 0.0)
+    # The demand's norm over the band, each direction weighed by its share of the deepest one.
+    spread = np.sqrt(np.sum(shares / shares.max() * demand**2)) if shares.any() else 0.0
+    towards_reference = shares * max(edge**2, values[0] * spread / stiffness)
     directions = right_t_q[:count].dot(span.T)
     towards_none = np.zeros(count)
     for i in range(count):

@@ -30,9 +30,11 @@ equality case").
 The middle term regularises a level near a kinematic singularity. sᵢ are the singular values of R_k
 restricted to the joint accelerations the constraints and the levels above leave free, vᵢ the
 joint-space directions: a direction is weak where sᵢ < ε s_max (ε = `singular_value_threshold`) and
-gets λᵢ² = (1 − (sᵢ/ε s_max)²) λ²_max,ᵢ, Chiaverini's (1997) variable damping applied to each
-direction, with λ²_max,ᵢ = max(ε² s_max², s_max |cᵢ| / k): cᵢ = uᵢᵀ (T_k − R_k x₀) is the level's
-demand along the direction, and the second term bounds the stiffness of the level's push sᵢ cᵢ /
+gets λᵢ² = (1 − (sᵢ/ε s_max)²) λ²_max, Chiaverini's (1997) variable damping applied to each
+direction, with λ²_max = max(ε² s_max², s_max ‖c‖ / k): cᵢ = uᵢᵀ (T_k − R_k x₀) is the level's
+demand along the direction, ‖c‖ its norm over the weak directions (each weighed by its profile
+relative to the deepest's, `level_kernel._damping`: no split of the band by the SVD changes
+it), and the second term bounds the stiffness of the level's push sᵢ cᵢ /
 (sᵢ² + λᵢ²) as the configuration moves sᵢ, at k = `WEAK_STIFFNESS` (a target out of reach makes cᵢ
 large and the plain band's push stiffer than a 500 Hz loop can follow), scaled by min(1, v₀ / ‖q̇‖)
 so that the push changes at most at k v₀ a second however fast the arm passes the singularity

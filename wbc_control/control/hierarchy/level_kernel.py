@@ -63,20 +63,30 @@ def weak_stiffness(squared_speed: float) -> float:
 def _damping(values, demand, band, stiffness):  # pragma: no cover - runs compiled
     """λᵢ² per direction: Chiaverini's (1997) variable damping with a demand-bounded stiffness.
 
-    λᵢ² = (1 − sᵢ² / (ε s_max)²) λ²_max,ᵢ inside the band sᵢ < ε s_max, 0 outside, with
-    λ²_max,ᵢ = max((ε s_max)², s_max |cᵢ| / k), cᵢ = uᵢᵀ (T − R x₀) the level's demand along
-    the direction and k = `stiffness`. Near a singularity the level's push sᵢ cᵢ / λᵢ² along vᵢ
-    grows with sᵢ at a rate of about s_max |cᵢ| / λ²_max per radian: a stiffness that a large
-    demand (a target out of reach) would make too high for the loop to follow; the second
-    term holds it at k.
+    λᵢ² = ρᵢ λ²_max inside the band sᵢ < ε s_max, 0 outside, with ρᵢ = 1 − sᵢ² / (ε s_max)²,
+    λ²_max = max((ε s_max)², s_max ‖c‖ / k) and k = `stiffness`; ‖c‖² = Σ ρⱼ cⱼ² / maxⱼ ρⱼ
+    over the weak directions, cⱼ = uⱼᵀ (T − R x₀) the level's demand along each. Near a
+    singularity the level's push sᵢ cᵢ / λᵢ² along vᵢ grows with sᵢ at a rate of about
+    s_max |cᵢ| / λ²_max per radian: a stiffness that a large demand (a target out of reach)
+    would make too high for the loop to follow; the second term holds it at k. Taken over the
+    band rather than along each direction, the peak does not depend on how the SVD splits the
+    demand between directions of (nearly) equal singular values, a split that turns quickly
+    with the configuration; with one weak direction ‖c‖ is its |c|. A direction entering the
+    band adds ρ = 0 to the sum: the weights stay continuous.
     """
     edge = band * values[0]
     weights = np.zeros(values.shape[0])
     for i in range(values.shape[0]):
         if values[i] < edge:
-            peak = max(edge * edge, values[0] * abs(demand[i]) / stiffness)
-            weights[i] = (1.0 - (values[i] / edge) ** 2) * peak
-    return weights
+            weights[i] = 1.0 - (values[i] / edge) ** 2
+    deepest = weights.max() if values.shape[0] else 0.0
+    if not deepest > 0.0:
+        return weights
+    spread = 0.0
+    for i in range(values.shape[0]):
+        spread += weights[i] / deepest * demand[i] * demand[i]  # the deepest: exactly cᵢ²
+    peak = max(edge * edge, values[0] * math.sqrt(spread) / stiffness)
+    return weights * peak
 
 
 @kernel()
