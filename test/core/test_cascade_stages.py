@@ -93,7 +93,7 @@ def test_a_levels_problem_is_the_plain_numpy_one(
     if past and np.isfinite(room):  # every other joint's box moved wholly above x₀
         shift = np.where(np.arange(nv) % 2 == 0, 2.5 * room, 0.0)
         box = (box[0] + shift, box[1] + shift)
-    authority, problem, fixed, *report = level_problem(
+    authority, problem, free, *report = level_problem(
         rows, target, rank, point, basis, moving, reference, band, forces == 0, tie_break,
         stiffness, *box,
     )  # fmt: skip
@@ -105,6 +105,8 @@ def test_a_levels_problem_is_the_plain_numpy_one(
         return
     size = problem.shape[1]
     hessian, gradient, step = problem[:size], problem[size], problem[size + 1]
+    fixed = problem[size + 2 :, :free]
+    assert fixed.shape[0] == moving
     scale = np.abs(expected.hessian).max()
     np.testing.assert_allclose(hessian, expected.hessian, rtol=0, atol=1e-10 * scale)
     np.testing.assert_allclose(
@@ -150,7 +152,7 @@ def weak_push(demand: float, stiffness: float, reference: float = 0.0):
         np.array([0.0, 0.0, reference]), 0.03, True, 1e-3, stiffness, *UNBOUNDED,
     )  # fmt: skip
     assert weak == 1
-    return regularisation, problem[-1, 2]  # its last row: the closed-form step
+    return regularisation, problem[4, 2]  # its row size + 1: the closed-form step
 
 
 @pytest.mark.parametrize('stiffness', [100.0, 400.0])
@@ -196,7 +198,7 @@ def weak_plane_step(turn: float, demand: float = 5.0) -> np.ndarray:
         True, 1e-3, 100.0, *UNBOUNDED,
     )  # fmt: skip
     assert weak == 2
-    return turned, problem[-1]
+    return turned, problem[4]  # its row size + 1: the closed-form step
 
 
 @pytest.mark.parametrize('turn', [0.3, 0.9, -2.0])
@@ -220,7 +222,7 @@ def middle_step(demand: float, lowest, highest, point):
         np.diag([LARGEST, 0.5, 0.3]), target, 3, point, np.eye(3), 3, np.zeros(3), 0.03,
         True, 1e-3, 1e4, lowest, highest,
     )  # fmt: skip
-    return regularisation, problem[-1, 1]  # its last row: the closed-form step
+    return regularisation, problem[4, 1]  # its row size + 1: the closed-form step
 
 
 def test_a_step_that_would_leave_the_joint_box_is_damped_to_its_edge():
@@ -644,12 +646,13 @@ def test_a_level_whose_rows_the_freedom_leaves_only_rounding_of_has_no_authority
     outside = rows - rows.dot(joints).dot(joints.T)
     inside = np.random.default_rng(4).standard_normal(moving).dot(joints.T)
     scale = fraction * np.linalg.norm(outside) / np.linalg.norm(inside)
-    found, *_, fixed, _, _, _, _ = level_problem(
+    found, problem, free, *_ = level_problem(
         outside + scale * inside, target, rank, point, basis, moving, reference, 0.03, True,
         1e-3, 1e4, np.full(rows.shape[1], -np.inf), np.full(rows.shape[1], np.inf),
     )  # fmt: skip
     assert found == authority
     # With authority it sets its generic directions (the lost ones too), else pins nothing.
+    fixed = problem[basis.shape[1] + 2 :, :free]
     assert fixed.shape == ((moving, moving - rank) if authority else (0, 0))
 
 

@@ -155,13 +155,14 @@ def level_health(
 ) -> tuple:
     """Level reports from the cascade's per-level weights and the stack's residual.
 
-    `weights` are `hierarchy.cascade.LevelWeights` (a level the cascade did not reach has none);
+    `weights` hold `hierarchy.cascade.LevelWeights`' fields (a level the cascade did not reach
+    has none);
     `residual` `(R,)` is the achieved minus commanded task acceleration, level k's rows
     `offsets[k]:offsets[k + 1]`.
     """
     healths = [
-        LevelHealth(level.condition, level.directions - level.weak, level.weak)
-        for level in weights
+        LevelHealth(condition, directions - weak, weak)
+        for directions, weak, condition, _ in weights
     ]
     healths += [LevelHealth(np.inf, 0, 0)] * (len(levels) - len(healths))
     norms = [

@@ -117,7 +117,9 @@ class CascadeResult(NamedTuple):
 
     solution: np.ndarray | None  # (nx,) x = (q̈, f), None if the hard constraints conflict
     status: str  # '' when solved, else what failed
-    levels: list  # LevelWeights per level solved
+    #: Per level solved, its `LevelWeights`' fields (a plain tuple, as `level_problem` returns
+    #: them: built every tick, read only for a report).
+    levels: list
     working_sets: tuple = ()  # per stage, the hard rows that bound it (`WorkingSets`)
     #: Where it failed: `level_problem`'s answers for the leading levels solved over the hard
     #: equalities' own freedom, the same for a cascade over the same rows with other rows
@@ -126,7 +128,7 @@ class CascadeResult(NamedTuple):
 
 
 class LevelWeights(NamedTuple):
-    """What a level's kinematics were this tick, for its report."""
+    """What a level's kinematics were this tick, for its report (`CascadeResult.levels`)."""
 
     directions: int  # generic directions the level has in the freedom left to it
     weak: int  # of which weak (regularised)
@@ -210,30 +212,29 @@ def solve_cascade(
     inequality = _inequality_rows(hard, freedom.basis)
     box = hard.box if hard.box is not None else unbounded_box(nv)
     sets = WorkingSets(warm)
-    weights, equalities, built = [], freedom, []
+    weights, built = [], []
+    point, basis, moving = freedom  # `Freedom`'s fields, level by level
     # Z's columns are orthonormal in q̈ without forces: R Z's decomposition is that of R Q.
     orthonormal = nx == nv
     for k, level in enumerate(levels):
-        first = freedom is equalities
+        first = basis is freedom.basis  # still the hard equalities' own
         if first and k < len(leading):
             problem = leading[k]
-        else:  # the level's QP (the module docstring) over `freedom`
+        else:  # the level's QP (the module docstring) over x₀ + Z z
             problem = level_problem(
-                level.rows, level.target, level.generic_rank, freedom.point, freedom.basis,
-                freedom.moving, reference, band, orthonormal, LEVEL_TIE_BREAK, stiffness,
-                *box,
+                level.rows, level.target, level.generic_rank, point, basis, moving, reference,
+                band, orthonormal, LEVEL_TIE_BREAK, stiffness, *box,
             )  # fmt: skip
         if first:
             built.append(problem)
-        solved, report = _solve_level(problem, freedom, inequality, sets, first)
-        if solved is None:  # `report` says why
+        solved = _solve_level(problem, point, basis, moving, inequality, sets, first)
+        point, basis, moving, report = solved
+        if point is None:  # `report` says why
             return CascadeResult(None, report, weights, leading=tuple(built))
-        freedom = solved
         weights.append(report)
     # Least kinetic energy over the directions that move the joints, then the least weighted
     # forces over those that change the forces alone (internal forces): lexicographic, so the
     # force norm biases no joint acceleration.
-    point, basis, moving = freedom
     point, status = _least(metric, slice(0, nv), basis[:, :moving], inequality, point, sets)
     if point is None:
         return CascadeResult(None, status, weights)
@@ -293,31 +294,36 @@ def equality_freedom(hard: HardConstraints, nv: int) -> Freedom | None:
 
 def _solve_level(
     problem: tuple,
-    freedom: Freedom,
+    point: np.ndarray,
+    basis: np.ndarray,
+    moving: int,
     inequality: Inequalities,
     sets: WorkingSets,
     first: bool = False,
-) -> tuple[Freedom, LevelWeights] | tuple[None, str]:
-    """(the freedom it leaves, its weights) of the level's QP `problem`, else (None, why).
+) -> tuple[np.ndarray | None, np.ndarray | None, int, tuple | str]:
+    """(x₀, Z, moving, weights) after the level's QP `problem`, else (None, None, 0, why).
 
-    `problem`: `level_problem`'s answer; `first`: `freedom` is the hard equalities' own
-    (`stage_qp.solve_stage`).
+    x₀ + Z z, Z's first `moving` columns changing q̈, is what the level leaves to the levels
+    below (`Freedom`'s fields); `weights` are its `LevelWeights`' fields. Plain tuples: built
+    for every level at every tick. `problem`: `level_problem`'s answer; `first`: x₀, Z are
+    the hard equalities' own (`stage_qp.solve_stage`).
     """
-    point, basis, moving = freedom
-    authority, matrices, fixed, *report = problem
+    authority, matrices, free = problem[:3]
     warm = next(sets.previous, None)
     if not authority:  # nothing this level can move: no authority, no pins
         sets.found.append(None)
-        return freedom, NO_AUTHORITY
+        return point, basis, moving, NO_AUTHORITY
     step, status, active = solve_stage(matrices, inequality, point, basis, warm, first)
     sets.found.append(active)
     if step is None:
-        return None, status
-    if moving == basis.shape[1]:  # no force-only columns to keep beside
+        return None, None, 0, status
+    size = basis.shape[1]
+    fixed = matrices[size + 2 :, :free]  # F, the directions it leaves (`level_problem`)
+    if moving == size:  # no force-only columns to keep beside
         kept = basis.dot(fixed)
     else:
         kept = np.concatenate((basis[:, :moving].dot(fixed), basis[:, moving:]), axis=1)
-    return Freedom(point + basis.dot(step), kept, fixed.shape[1]), LevelWeights(*report)
+    return point + basis.dot(step), kept, free, problem[3:]
 
 
 def _least(metric, block: slice, directions, inequality: Inequalities, point, sets):

@@ -41,7 +41,7 @@ WEAK_STIFFNESS = 1e4
 #: (`weak_stiffness`).
 STIFFNESS_SPEED = 1.5
 
-LEVEL_PROBLEM = types.Tuple((boolean, C_MATRIX, C_MATRIX, int64, int64, float64, float64))
+LEVEL_PROBLEM = types.Tuple((boolean, C_MATRIX, int64, int64, int64, float64, float64))
 
 
 def weak_stiffness(squared_speed: float) -> float:
@@ -145,7 +145,7 @@ def level_problem(
     lowest,
     highest,
 ):  # pragma: no cover - runs compiled
-    """(authority, problem, fixed, directions, weak, condition, regularisation) of a level.
+    """(authority, problem, free, directions, weak, condition, regularisation) of a level.
 
     The level's rows R `(m, nv)` and target T, x₀ = `point`, Z = `basis` whose first `moving`
     columns change q̈ (`cascade.Freedom`). With R Z = U S Vᵀ over those columns (Golub & Van
@@ -157,20 +157,21 @@ def level_problem(
     (F: `fixed` and the force-only columns; t = `tie_break`), D z − b stacking
     R Z z − (T − R x₀) and λᵢ (vᵢᵀ Z z − vᵢᵀ (q̈_ref − x₀)); H = DᵀD + t s₀² F Fᵀ, g = −Dᵀ b,
     z* = −H⁻¹ g, the least-norm least-squares step (the least-squares solution where the
-    Cholesky factor fails); `problem` `(size + 2, size)` stacks H, gᵀ and z*ᵀ (one array to
-    hand back instead of three, as `stage_kernel.stage_problem` reads them). `authority` is
-    False where the level can move nothing (s_max at most `NO_AUTHORITY` ‖R‖_F); the rest is
-    then empty. A direction whose step would leave the joint box [`lowest`, `highest`] (per q̈
-    coordinate, ±inf where unbounded) is damped towards x₀ besides (`_clamps`: μᵢ (vᵢᵀ Z z) in
-    D z − b). The report: the level's generic directions, how many are weak (in the band;
-    clamped ones are not counted), s_max / s_min over them (inf: one lost), the largest
-    λᵢ² / s_max².
+    Cholesky factor fails); `problem` `(size + 2 + moving, size)` stacks H, gᵀ, z*ᵀ (as
+    `stage_kernel.stage_problem` reads them) and `fixed` `(moving, free)` in its first `free`
+    columns (one array to hand back instead of four: numba boxes each with a Python call).
+    `authority` is False where the level can move nothing (s_max at most `NO_AUTHORITY`
+    ‖R‖_F); the rest is then empty. A direction whose step would leave the joint box
+    [`lowest`, `highest`] (per q̈ coordinate, ±inf where unbounded) is damped towards x₀
+    besides (`_clamps`: μᵢ (vᵢᵀ Z z) in D z − b). The report: the level's generic
+    directions, how many are weak (in the band; clamped ones are not counted), s_max / s_min
+    over them (inf: one lost), the largest λᵢ² / s_max².
     """
     nv, count, size = rows.shape[1], rows.shape[0], basis.shape[1]
     joints = np.ascontiguousarray(basis[:nv, :moving])
     level_rows = np.ascontiguousarray(rows)
     reduced = level_rows.dot(joints)  # (m, moving) R Z
-    nothing = (False, np.zeros((0, 0)), np.zeros((0, 0)), 0, 0, 0.0, 0.0)
+    nothing = (False, np.zeros((0, 0)), 0, 0, 0, 0.0, 0.0)
     if count == 0 or moving == 0:
         return nothing
     left, singular, right_t = np.linalg.svd(reduced, True)
@@ -238,8 +239,10 @@ def level_problem(
         step = np.linalg.lstsq(design, goal)[0]
     else:
         step = -cholesky_solve(lower, gradient)
-    problem = np.empty((size + 2, size))
+    free = fixed.shape[1]
+    problem = np.zeros((size + 2 + moving, size))
     problem[:size] = hessian
     problem[size] = gradient
     problem[size + 1] = step
-    return True, problem, fixed, directions_count, weak_count, condition, regularisation
+    problem[size + 2 :, :free] = fixed
+    return True, problem, free, directions_count, weak_count, condition, regularisation
