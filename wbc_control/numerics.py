@@ -17,13 +17,45 @@ try:  # numpy 2's compiled einsum, which np.einsum calls after a dispatch and a 
 except ImportError:  # pragma: no cover - numpy 1 (the same function, called through np.einsum)
     einsum = np.einsum
 try:  # numpy 2's gufunc of np.linalg.svd(compute_uv=False) (numpy 1: svd_m / svd_n)
-    from numpy.linalg._umath_linalg import svd as _singular_values
+    from numpy.linalg._umath_linalg import svd as _svd_gufunc
 except ImportError:  # pragma: no cover - numpy 1: through np.linalg.svd
-    _singular_values = None
+    _svd_gufunc = None
 try:  # scipy ≥ 1.15's compiled NNLS, which scipy.optimize.nnls calls after its checks
-    from scipy.optimize._slsqplib import nnls as _compiled_nnls
+    from scipy.optimize._slsqplib import nnls as _nnls_routine
 except ImportError:  # pragma: no cover - older scipy (rosdep's): through scipy.optimize.nnls
-    _compiled_nnls = None
+    _nnls_routine = None
+
+#: A small problem each private routine must answer as its public function does before it is
+#: used: their signatures are not numpy's or scipy's promise, and the versions are not pinned.
+_PROBE = np.array([[1.0, 0.5], [0.2, 1.0], [0.3, -0.4]])
+_PROBE_RHS = np.array([0.7, -1.1, 0.4])
+
+
+def verified(routine, call, expected):
+    """`routine` if `call(routine)` runs and equals `expected` (arrays: to the bit), else None.
+
+    A private routine whose signature or results changed in a later release falls back to the
+    public function instead of failing in the tick.
+    """
+    if routine is None:
+        return None
+    try:
+        answer = call(routine)
+    except Exception:  # noqa: BLE001 - whatever a changed private signature raises
+        return None
+    return routine if np.array_equal(answer, expected) else None
+
+
+_singular_values = verified(
+    _svd_gufunc,
+    lambda routine: routine(_PROBE, signature='d->d'),
+    np.linalg.svd(_PROBE, compute_uv=False),
+)
+_compiled_nnls = verified(
+    _nnls_routine,
+    lambda routine: routine(np.ascontiguousarray(_PROBE), _PROBE_RHS, 6)[1],
+    nnls(_PROBE, _PROBE_RHS)[1],
+)
 
 
 def nnls_residual(matrix: np.ndarray, rhs: np.ndarray) -> float:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import nnls
 
+from wbc_control import numerics
 from wbc_control.numerics import einsum, nnls_residual, singular_values
 
 
@@ -48,3 +49,24 @@ def test_singular_values_raise_numpys_error_where_lapack_fails():
     matrix[0, 0] = np.nan
     with pytest.raises(np.linalg.LinAlgError, match='did not converge'):
         singular_values(matrix)
+
+
+def test_every_private_routine_this_numpy_and_scipy_have_passed_its_probe():
+    """Where they exist (numpy 2, scipy ≥ 1.15) they answer the probe as the public functions."""
+    assert numerics._singular_values is numerics._svd_gufunc
+    assert numerics._compiled_nnls is numerics._nnls_routine
+
+
+def test_a_private_routine_that_changed_falls_back_to_the_public_function():
+    """One whose signature changed (it raises) or whose answer differs is not used."""
+
+    def renamed_argument(matrix, signature):
+        raise TypeError("unexpected keyword argument 'signature'")
+
+    def call(routine):
+        return routine(np.eye(2), signature='d->d')
+
+    assert numerics.verified(renamed_argument, call, np.ones(2)) is None
+    assert numerics.verified(lambda matrix, signature: np.zeros(2), call, np.ones(2)) is None
+    assert numerics.verified(lambda matrix, signature: np.ones(2), call, np.ones(2)) is not None
+    assert numerics.verified(None, call, np.ones(2)) is None
