@@ -36,13 +36,16 @@ CASES = [
 KNOWN_MISSES: dict[tuple, str] = {}
 
 
-def edge_cases():
+def edge_cases() -> list:
+    """The cases as a list (pytest deprecates a generator here: an error from pytest 10)."""
+    cases = []
     for rate_limit, rate_id in ((0.0, 'no_rate_limit'), (RATE_LIMIT, 'rate_limit')):
         for index, (name, target) in enumerate(CASES):
             miss = KNOWN_MISSES.get((name, index, rate_limit))
             marks = [pytest.mark.xfail(reason=miss, strict=True)] if miss else []
             case_id = f'{name}-{",".join(map(str, target))}-{rate_id}'
-            yield pytest.param(name, target, rate_limit, marks=marks, id=case_id)
+            cases.append(pytest.param(name, target, rate_limit, marks=marks, id=case_id))
+    return cases
 
 
 @pytest.mark.parametrize(('name', 'target', 'rate_limit'), edge_cases())
