@@ -1,8 +1,9 @@
 """The controller's /diagnostics checks and tick statistics, decided without ROS."""
 
 import numpy as np
+import pinocchio as pin
 import pytest
-from robots import robot
+from robots import robot, shipped_controller
 
 from wbc_control.config import build_entries, parse_tasks
 from wbc_control.control.loop.controller_checks import (
@@ -16,9 +17,12 @@ from wbc_control.control.loop.controller_checks import (
     slow_torque_rates,
     tasks_check,
     torques_check,
+    unheld_postures,
 )
 from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import PrioritizedController
+from wbc_control.model.example_robots import robots_directory
+from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
 JOINTS = robot('panda').joint_names
@@ -191,3 +195,46 @@ def test_a_torque_rate_limit_under_the_ratio_is_slow_at_it_and_above_it_is_not()
     assert list(slow) == ['a', 'd']
     assert slow['a'] == pytest.approx(2.0 / SLOW_RATE_RATIO) and slow['d'] == pytest.approx(2.2)
     assert slow_torque_rates(names, effort, np.full(5, np.inf)) == {}
+
+
+def posture_controller(model: RobotModel, target: np.ndarray | None) -> PrioritizedController:
+    tasks = {'posture': {'type': 'joint_posture', 'kp': 25.0}}
+    if target is not None:
+        tasks['posture']['target'] = target.tolist()
+    return PrioritizedController(
+        model, build_entries(model, parse_tasks(model, ['posture'], tasks))
+    )
+
+
+def test_a_posture_target_the_effort_limits_cannot_hold_names_its_joints():
+    """|g(q)| > τ̄ at the target, g by Pinocchio's RNEA at rest; at |g| itself it holds."""
+    panda = robot('panda')
+    target = np.array([0.3, -0.9, 0.2, -2.1, 0.4, 1.3, -0.6, 0.01, 0.02])
+    controller = posture_controller(panda, target)
+    model = panda.model
+    gravity = np.abs(pin.rnea(model, model.createData(), panda.configuration(target),
+                              np.zeros(9), np.zeros(9)))  # fmt: skip
+    assert (gravity[1:4] > 1.0).all() and np.ptp(gravity[:7]) > 10.0  # joint 1 is vertical
+    assert unheld_postures(controller, gravity) == {}  # the limit itself holds
+    limits = gravity.copy()
+    limits[[1, 3]] *= 1.0 - 1e-9  # joints 2 and 4 a hair short
+    unheld = unheld_postures(controller, limits)
+    assert list(unheld) == ['posture'] and list(unheld['posture']) == [JOINTS[1], JOINTS[3]]
+    needed, limit = unheld['posture'][JOINTS[3]]
+    assert needed == pytest.approx(gravity[3], rel=1e-12) and limit == limits[3]
+    assert unheld_postures(controller, panda.effort_limits) == {}  # its URDF limits hold it
+
+
+def test_the_pr2_without_its_counterbalance_cannot_hold_its_arms_out():
+    """example-robot-data's PR2: 52.1 N m at each shoulder lift, arms level, limit 30."""
+    pr2 = RobotModel.from_urdf_path(robots_directory() / 'pr2_description/urdf/pr2.urdf')
+    controller = posture_controller(pr2, np.zeros(pr2.n_actuated))
+    unheld = unheld_postures(controller, pr2.effort_limits)['posture']
+    assert list(unheld) == ['l_shoulder_lift_joint', 'r_shoulder_lift_joint']
+    assert unheld['r_shoulder_lift_joint'] == pytest.approx((52.1, 30.0), abs=0.05)
+
+
+def test_pending_targets_and_floating_bases_are_not_checked():
+    assert unheld_postures(posture_controller(robot('panda'), None), np.zeros(9)) == {}
+    solo = shipped_controller('solo12')  # its posture target set, its feet in contact
+    assert unheld_postures(solo, np.zeros(solo.robot.n_actuated)) == {}

@@ -254,6 +254,20 @@ def test_a_torque_rate_limit_slow_for_the_effort_limits_is_named_at_start_up(loc
     assert 'torque_rate_limit is slow' not in capfd.readouterr().err
 
 
+def test_a_posture_target_the_effort_limits_cannot_hold_is_named_at_start_up(local, capfd):
+    """example-robot-data's PR2 (no counterbalance) with its arms level; the Panda holds."""
+    pr2 = robots_directory() / 'pr2_description/urdf/pr2.urdf'
+    posture = {'type': 'joint_posture', 'kp': 25.0, 'target': [0.0] * 30}
+    local({**COMMON, 'urdf_path': str(pr2), 'task_names': ['rest'], 'tasks': {'rest': posture}})
+    printed = capfd.readouterr().err
+    assert (
+        'the effort limits cannot hold the rest target still against gravity: '
+        'l_shoulder_lift_joint 52.1 N m (limit 30), r_shoulder_lift_joint 52.1 N m (limit 30);'
+    ) in printed
+    local({**COMMON, **POSTURE})
+    assert 'cannot hold' not in capfd.readouterr().err
+
+
 @pytest.mark.skipif(
     not (cpu_latency.DEVICE.exists() and os.access(cpu_latency.DEVICE, os.W_OK)),
     reason=f'{cpu_latency.DEVICE} is not writable by this user',

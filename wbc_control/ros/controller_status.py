@@ -107,10 +107,11 @@ def waited(age: float | None, digits: int, joint_topic: str, odom_topic: str | N
 
 
 def startup_warnings(loop: ControllerLoop) -> list[str]:
-    """Start-up warnings: the URDF read oddly, targets out of reach, a slow torque rate limit.
+    """Start-up warnings: the URDF read oddly, targets out of reach or unheld, slow rates.
 
     The URDF read differently from its face value (equal position limits), tasks whose target
-    no configuration reaches, joints whose torque rate limit is slow for their effort limit.
+    no configuration reaches, posture targets the effort limits cannot hold against gravity,
+    joints whose torque rate limit is slow for their effort limit.
     """
     warnings = []
     controller, limiter = loop.controller, loop.output.limiter
@@ -127,6 +128,17 @@ def startup_warnings(loop: ControllerLoop) -> list[str]:
             f'target out of reach, the task cannot be met (the arm stops at the edge of its '
             f'workspace, reaching towards it): {why}'
         )
+    if not loop.output.compensates_gravity:  # else the driver holds the weight
+        for name, joints in checks.unheld_postures(controller, limiter.effort_limits).items():
+            needs = ', '.join(
+                f'{j} {g:.3g} N m (limit {limit:.3g})' for j, (g, limit) in joints.items()
+            )
+            warnings.append(
+                f'the effort limits cannot hold the {name} target still against gravity: '
+                f'{needs}; the robot will sag from it, pinned at those limits, and may swing '
+                'where a task pulls it back. A counterbalance, spring or gear ratio missing '
+                'from the URDF? (docs/safety.md, "Effort limits below the weight")'
+            )
     slow = checks.slow_torque_rates(robot.joint_names, limiter.effort_limits, limiter.rate_limits)
     if slow:
         joints = ', '.join(f'{name} {seconds:.2g} s' for name, seconds in slow.items())

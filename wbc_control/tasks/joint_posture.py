@@ -130,6 +130,10 @@ class JointPostureTask(Task):
         q_reference = self.robot.configuration(positions)
         self._reference = (q_reference, positions.copy(), velocities.copy(), accelerations.copy())
 
+    def target_configuration(self) -> np.ndarray:
+        """The configuration q `(nq,)` of the target positions (a neutral base), a copy."""
+        return self._reference[0].copy()
+
     def reference_sample(self) -> ReferenceSample:
         """Joint positions, velocities and accelerations in actuated-joint order."""
         return ReferenceSample(self.dim, False, self.dim)

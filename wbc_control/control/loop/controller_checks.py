@@ -15,6 +15,8 @@ import numpy as np
 from wbc_control.control.loop.tick_statistics import TickStatistics
 from wbc_control.control.prioritized_controller import PrioritizedController
 from wbc_control.control.results import TransitionReport
+from wbc_control.model.robot_state import RobotState
+from wbc_control.tasks.joint_posture import JointPostureTask
 
 #: Base wrench (N, N m) the contact forces may leave unbalanced before the contacts WARN.
 BASE_RESIDUAL_WARN = 1e-6
@@ -81,6 +83,35 @@ def out_of_reach_tasks(controller: PrioritizedController) -> dict[str, str]:
                 f'{entry.name} target {beyond + reach.radius:.3g} m from {reach.joint}, which '
                 f'reaches {reach.radius:.3g} m at most'
             )
+    return found
+
+
+def unheld_postures(
+    controller: PrioritizedController, effort_limits: np.ndarray
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per joint-posture task, the joints whose effort limit cannot hold its target still.
+
+    Still at q the torque is g(q), the generalized gravity (Featherstone 2008, sec 5.3, the
+    recursive Newton-Euler algorithm with q̇ = q̈ = 0); a joint with |gᵢ(q)| > τ̄ᵢ cannot
+    hold the target: pinned at its limit, the robot sags from it and swings where a task pulls
+    it back. Each such joint with (|gᵢ|, τ̄ᵢ), in joint order. Fixed base only (on a floating
+    base the contacts share the load) and targets already set; `effort_limits` `(n_act,)`.
+    """
+    robot = controller.robot
+    if robot.floating_base:
+        return {}
+    state, found = RobotState(robot), {}
+    for entry in controller.entries:
+        task = entry.task
+        if not isinstance(task, JointPostureTask) or task.target_pending:
+            continue
+        state.update(task.target_configuration(), np.zeros(robot.nv))
+        needed = np.abs(state.gravity[robot.indices.v])
+        joints = np.flatnonzero(needed > effort_limits)
+        if joints.size:
+            found[entry.name] = {
+                robot.joint_names[j]: (float(needed[j]), float(effort_limits[j])) for j in joints
+            }
     return found
 
 
