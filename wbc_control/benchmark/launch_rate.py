@@ -36,6 +36,11 @@ DEFAULT_SECONDS = 20.0
 DEFAULT_WARMUP_S = 5.0
 #: Wall-clock bound on the first command: start-up imports and compiles on a loaded machine.
 STARTUP_TIMEOUT_S = 120.0
+#: Simulated time (s) the loop must advance, with commands flowing, before the warm-up starts:
+#: the controller's first command (its safe command, before any state) comes before its first
+#: tick, which compiles its kernels for seconds on a cold cache, and in lock-step the simulated
+#: clock advances only on answered states.
+STARTUP_SIM_S = 0.2
 ROBOTS = ('panda', 'talos', 'solo12')
 
 
@@ -157,10 +162,10 @@ class LaunchProcess:
 def measure(
     robot: str, seconds: float, warmup_s: float, domain_id: int, extra: Sequence[str] = ()
 ) -> dict:
-    """Launch, wait for commands, count for `seconds` after `warmup_s`; the figures.
+    """Launch, wait for the loop to run, count for `seconds` after `warmup_s`; the figures.
 
     Raises:
-        WbcError: no launch available, or no command within `STARTUP_TIMEOUT_S`.
+        WbcError: no launch available, or the loop not running within `STARTUP_TIMEOUT_S`.
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -178,15 +183,19 @@ def measure(
         executor.add_node(probe.node)
         launch = LaunchProcess(command)
         started = time.monotonic()
-        # Both streams the figures are made of: commands and the simulated clock, whose
-        # best-effort subscription may match a while after the commands flow.
-        while probe.commands == 0 or probe.sim_time_s is None:
+        # Both streams the figures are made of, commands and the simulated clock (whose
+        # best-effort subscription may match a while after the commands flow), and the loop
+        # running on them: STARTUP_SIM_S of simulated time since both were first seen.
+        since = None
+        while since is None or probe.sim_time_s - since < STARTUP_SIM_S:
             if time.monotonic() - started > STARTUP_TIMEOUT_S or launch.process.poll() is not None:
                 raise WbcError(
-                    f'no command or /clock within {STARTUP_TIMEOUT_S:g} s of launching:\n'
-                    + launch.output()[-3000:]
+                    f'no command, no /clock or no {STARTUP_SIM_S:g} s of simulated time within '
+                    f'{STARTUP_TIMEOUT_S:g} s of launching:\n' + launch.output()[-3000:]
                 )
             executor.spin_once(timeout_sec=0.1)
+            if since is None and probe.commands and probe.sim_time_s is not None:
+                since = probe.sim_time_s
         startup_s = time.monotonic() - started
         _spin_for(executor, warmup_s)
         cpu_0, first = time.process_time(), probe.snapshot()
