@@ -123,9 +123,12 @@ def slow_torque_rates(
     Each with the seconds it takes across its effort range, 2 τ̄ / rate, in joint order; the
     arrays are `(n_act,)`, a rate inf where there is none.
     """
-    seconds = 2.0 * effort_limits / rate_limits  # 0 without a rate limit
-    slow = rate_limits < SLOW_RATE_RATIO * effort_limits
-    return {name: float(time) for name, time, flag in zip(joint_names, seconds, slow) if flag}
+    slow = rate_limits < SLOW_RATE_RATIO * effort_limits  # never without a rate limit
+    return {
+        name: 2.0 * float(effort / rate)
+        for name, effort, rate, flag in zip(joint_names, effort_limits, rate_limits, slow)
+        if flag
+    }
 
 
 def tasks_check(
