@@ -354,10 +354,10 @@ def test_the_rows_go_scaled_with_the_bounds_the_start_point_meets_widened_to_it(
 
 @pytest.mark.parametrize(
     ('warm', 'sense'),
-    [(None, [0, 0, 0, 0]), ([0, 0, 0], [0, 0, 0, 0]), ([-1, 0, 1], [3, 0, 0, 0])],
+    [(None, [0, 0, 0]), ([0, 0, 0], [0, 0, 0]), ([-1, 0, 1], [3, 0, 0])],
 )
 def test_daqps_first_working_set_is_the_last_ticks_sides_of_the_hard_rows_only(warm, sense):
-    """Row 2 is soft (its two sides go last, free): only hard rows start bound (3 low, 1 high)."""
+    """Row 2 is soft (it goes last, free): only hard rows start bound (3 low, 1 high)."""
     rows, lower, upper, point, basis, step = violated(*stage_case())
     soft = np.array([False, False, True])
     warm = None if warm is None else np.array(warm, dtype=np.int8)
@@ -369,13 +369,13 @@ def test_daqps_first_working_set_is_the_last_ticks_sides_of_the_hard_rows_only(w
     assert warmed == any(sense)
     upper_side = np.array([1, -1, -1], dtype=np.int8)  # row 0 at its upper bound, row 1 lower
     *_, found, warmed = call(rows, lower, upper, point, basis, step, soft, warm=upper_side)
-    assert found.tolist() == [1, 3, 0, 0] and warmed
+    assert found.tolist() == [1, 3, 0] and warmed
 
 
 def test_the_working_set_is_the_sign_of_each_hard_rows_multiplier_and_free_elsewhere():
     """Rows 3, 0, 4 handed over in that order; 1, 2 not (soft or dropped); slack rows after."""
     hard = np.array([3, 0, 4], dtype=np.intc)
-    multipliers = np.array([-2.5, 0.0, 1e-300, 7.0, -1.0])  # the last two: soft rows' sides
+    multipliers = np.array([-2.5, 0.0, 1e-300, 7.0, -1.0])  # the last two: soft rows
     assert working_set(6, hard, multipliers).tolist() == [0, 0, 0, -1, 1, 0]
     assert working_set(2, np.zeros(0, dtype=np.intc), np.zeros(0)).tolist() == [0, 0]
 
@@ -410,15 +410,40 @@ def test_a_row_the_stage_can_hardly_move_is_soft_below_the_degenerate_ratio(fact
     curvature, gradient = qp[:-1], qp[-1]
     assert verdict == NEEDS_QP
     assert (2 not in hard) == soft
-    assert out.shape == ((2 + 2, 4) if soft else (3, 3))
+    assert out.shape == ((3, 4) if soft else (3, 3))
     assert curvature.shape[0] == out.shape[1] == gradient.shape[0]
-    if soft:  # its two sides, each with the slack, which costs w (r / (1 − r))² ‖c Z‖²
-        assert out[2:, 3].tolist() == [1.0, -1.0]
-        assert np.isinf(high[2]) and np.isinf(low[3])
+    if soft:  # both sides in one row, with the slack, which costs w (r / (1 − r))² ‖c Z‖²
+        assert out[2, 3] == 1.0
+        assert np.isfinite([low[2], high[2]]).all() and low[2] < high[2]
         norm = np.linalg.norm(rows[2].dot(basis))
         share = (factor / (1.0 - factor)) ** 2
         weight = SOFT * np.trace(np.diag([1.0, 2.0, 3.0])) / 3 * share * norm**2
         assert curvature[3, 3] == pytest.approx(weight, rel=1e-6)
+
+
+def test_a_soft_row_goes_once_and_twice_where_its_bounds_cross():
+    """A soft row is one row, lower ≤ c z + s ≤ upper; two where its bounds cross.
+
+    Where lower > upper no s meets both sides: c z + s ≥ lower, and c z − s ≤ upper after
+    every other row, so that the slack splits the gap.
+    """
+    rows, lower, upper, point, basis, step = violated(*stage_case())
+    values = rows.dot(point + basis.dot(step))
+    lower, upper = lower.copy(), upper.copy()
+    lower[2], upper[2] = values[2] + 0.5, values[2] - 0.5  # crossed
+    soft = np.array([False, True, True])
+    verdict, qp, out, (low, high), hard, *_ = call(rows, lower, upper, point, basis, step, soft)
+    assert verdict == NEEDS_QP and hard.tolist() == [0]
+    assert out.shape == (4, 5)  # row 0; row 1; row 2's lower side; row 2's upper side
+    assert out[1:, 3:].tolist() == [[1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]
+    np.testing.assert_array_equal(out[2, :3], out[3, :3])
+    assert np.isfinite([low[1], high[1], low[2], high[3]]).all()
+    assert np.isinf(high[2]) and np.isinf(low[3]) and low[2] > high[3]
+    problem = stacked(np.diag([1.0, 2.0, 3.0]), np.linspace(-1.0, 1.0, 3), step)
+    inequality = stage_qp.inequalities(rows, lower, upper, soft)
+    z, status, _ = stage_qp.solve_stage(problem, inequality, point, basis)
+    middle = 0.5 * (lower[2] + upper[2])  # the crossed row's slacks split the gap
+    assert status == '' and rows[2].dot(point + basis.dot(z)) == pytest.approx(middle, abs=1e-3)
 
 
 @pytest.mark.parametrize('joint', [True, False])
@@ -441,7 +466,7 @@ def test_a_joint_bound_is_soft_below_a_larger_ratio_than_other_rows(joint):
     ))  # fmt: skip
     assert verdict == NEEDS_QP
     assert hard.tolist() == ([0, 1] if joint else [0, 1, 2])
-    assert out.shape[0] == (2 + 2 if joint else 3)  # a soft row goes twice
+    assert out.shape == ((3, 4) if joint else (3, 3))  # a soft row goes once, with its slack
 
 
 def test_a_controllers_joint_bound_rows_carry_the_joint_ratio_its_other_rows_the_plain_one():

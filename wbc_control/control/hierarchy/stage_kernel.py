@@ -73,9 +73,10 @@ def stage_problem(
     to 0 where x₀ meets them to `carried` (relative); the hard ones first, in order (`hard`:
     their numbers in C). A row is soft where marked so or where its ratio ‖cᵢ Z‖ / `norms`ᵢ
     (its gradient in the hard equalities' freedom, `stage_qp.inequalities`) is below
-    `HARD_SHARE` of `degenerate`ᵢ; it goes twice, cᵢ z + sᵢ ≥ lowerᵢ then cᵢ z − sᵢ ≤ upperᵢ
-    (so that at the optimum |sᵢ| is its violation, half the gap where lower > upper), and sᵢ
-    costs w (r / (1 − r))² ‖cᵢ Z‖² sᵢ² in the scaled units, r = ratio / `degenerate`ᵢ (the
+    `HARD_SHARE` of `degenerate`ᵢ; it goes once, lowerᵢ ≤ cᵢ z + sᵢ ≤ upperᵢ (at the optimum
+    |sᵢ| is its violation), or twice where lowerᵢ > upperᵢ, cᵢ z + sᵢ ≥ lowerᵢ then
+    cᵢ z − sᵢ ≤ upperᵢ after all the others (|sᵢ| half the gap), and sᵢ costs
+    w (r / (1 − r))² ‖cᵢ Z‖² sᵢ² in the scaled units, r = ratio / `degenerate`ᵢ (the
     factor 1 for a row marked soft), w = `soft_weight` times H's mean curvature. z* meets a
     row to `primal` (relative). `sense`: DAQP's first working
     set over the rows handed over, from `warm` (the rows of C that bound the stage at the last
@@ -107,7 +108,7 @@ def stage_problem(
     threshold = 1e-12 * max(reduced_norms.max() if count else 0.0, 1e-300)
     low, high = np.empty(count), np.empty(count)
     weight = np.full(count, -1.0)  # < 0: a hard row, else the slack's relative weight
-    hard_count = soft_count = 0
+    hard_count = soft_count = gap_count = 0
     for i in range(count):
         low[i], high[i] = lower[i] - offset[i], upper[i] - offset[i]
         widen = carried * (1.0 + abs(offset[i]))
@@ -128,10 +129,12 @@ def stage_problem(
         if is_soft:
             weight[i] = (1.0 if soft[i] else (share / (1.0 - share)) ** 2) * norm * norm
             soft_count += 1
+            if low[i] > high[i]:
+                gap_count += 1
         else:
             hard_count += 1
     total = size + soft_count
-    handed = hard_count + 2 * soft_count
+    handed = hard_count + soft_count + gap_count
     qp = np.zeros((total + 1 + handed, total))
     curvature, linear, out = qp[:total], qp[total], qp[total + 1 :]
     for i in range(size):
@@ -146,7 +149,7 @@ def stage_problem(
     out_lower, out_upper = bounds[0], bounds[1]
     sense_hard = np.zeros(handed + hard_count, np.intc)
     sense, hard = sense_hard[:handed], sense_hard[handed:]
-    h = s = 0
+    h = s = g = 0
     for i in range(count):
         norm = reduced_norms[i]
         if norm == 0.0:
@@ -157,10 +160,15 @@ def stage_problem(
             out_lower[h], out_upper[h] = low[i] / norm, high[i] / norm
             h += 1
         else:
-            first, second = hard_count + s, hard_count + soft_count + s
-            out_lower[first], out_upper[first] = low[i] / norm, math.inf
-            out_lower[second], out_upper[second] = -math.inf, high[i] / norm
-            out[first, size + s], out[second, size + s] = 1.0, -1.0
+            first = second = hard_count + s
+            out_lower[first], out_upper[first] = low[i] / norm, high[i] / norm
+            out[first, size + s] = 1.0
+            if low[i] > high[i]:  # no sᵢ meets both sides: one row per side
+                second = hard_count + soft_count + g
+                out_upper[first] = math.inf
+                out_lower[second], out_upper[second] = -math.inf, high[i] / norm
+                out[second, size + s] = -1.0
+                g += 1
             curvature[size + s, size + s] = max(scale * weight[i], 1e-12 * scale)
             s += 1
         for j in range(size):
