@@ -792,27 +792,44 @@ def test_only_the_stages_over_the_equalities_own_freedom_are_first(monkeypatch):
     assert seen[:2] == [True, False] and len(seen) == 3
 
 
-def test_a_cascade_with_rows_made_soft_reuses_the_failed_ones_level_problems(monkeypatch):
-    """Same levels, freedom and box: the leading levels' problems are the failed cascade's."""
+@pytest.mark.parametrize('equality', [False, True])
+def test_a_cascade_with_rows_made_soft_reuses_the_failed_ones_level_problems(
+    monkeypatch, equality
+):
+    """A retry over the same rows reuses the failed cascade's norms and leading problems.
+
+    Same levels, freedom and box: the inequalities' norms and the leading levels' problems are
+    the failed cascade's; only which rows are soft is the new cascade's own.
+    """
     rows = np.array([[1.0, 0.3, -0.2], [1.1, 1.3, 0.3], [0.1, 1.0, 0.5]])  # r, r + e, e
     lower, upper = np.array([1.0, -np.inf, 0.0]), np.array([np.inf, -1.0, np.inf])
-    hard = cascade.HardConstraints(rows, lower, upper, np.zeros(3, dtype=bool))
+    equal = np.zeros(3, dtype=bool)
+    if equality:  # and x₂ = 0, eliminated: the inequalities are rows 0 to 2 of 4
+        rows, equal = np.vstack([rows, [0.0, 0.0, 1.0]]), np.append(equal, True)
+        lower, upper = np.append(lower, 0.0), np.append(upper, 0.0)
+    hard = cascade.HardConstraints(rows, lower, upper, equal)
     levels = [
         cascade.LevelRows(np.array([[0.3, 1.0, 0.0]]), np.array([2.0]), 1),
         cascade.LevelRows(np.array([[0.0, 0.4, 1.0]]), np.array([-1.5]), 1),
     ]
     metric, reference = np.diag([1.0, 2.0, 3.0]), np.array([0.2, -0.1, 0.3])
     failed = cascade.solve_cascade(levels, hard, metric, reference, 0.03)
-    assert failed.solution is None and len(failed.leading) == 1
+    assert failed.solution is None and len(failed.leading) == 2
+    assert not failed.leading[0].soft.any()
     calls = []
-    build = cascade.level_problem
+    build, norms = cascade.level_problem, cascade.inequalities
 
     def counted(*arguments):
         calls.append(arguments[0].shape)
         return build(*arguments)
 
+    def measured(*arguments):
+        calls.append('norms')
+        return norms(*arguments)
+
     monkeypatch.setattr(cascade, 'level_problem', counted)
-    soft = hard._replace(soft=np.array([False, True, False]))
+    monkeypatch.setattr(cascade, 'inequalities', measured)
+    soft = hard._replace(soft=np.array([False, True, False, False][: rows.shape[0]]))
     fresh = cascade.solve_cascade(levels, soft, metric, reference, 0.03)
     built = len(calls)
     freedom = cascade.equality_freedom(hard, 3)
@@ -820,7 +837,7 @@ def test_a_cascade_with_rows_made_soft_reuses_the_failed_ones_level_problems(mon
         levels, soft, metric, reference, 0.03, freedom=freedom, leading=failed.leading
     )
     assert fresh.status == reused.status == ''
-    assert built == 2 and len(calls) == built + 1  # the second level only
+    assert built == 3 and calls[built:] == [(1, 3)]  # the second level only, no norms
     np.testing.assert_array_equal(reused.solution, fresh.solution)
 
 

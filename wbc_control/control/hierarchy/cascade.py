@@ -121,9 +121,9 @@ class CascadeResult(NamedTuple):
     #: them: built every tick, read only for a report).
     levels: list
     working_sets: tuple = ()  # per stage, the hard rows that bound it (`WorkingSets`)
-    #: Where it failed: `level_problem`'s answers for the leading levels solved over the hard
-    #: equalities' own freedom, the same for a cascade over the same rows with other rows
-    #: soft (`solve_cascade`'s `leading`).
+    #: Where it failed: its inequalities (`stage_qp.Inequalities`), then `level_problem`'s
+    #: answers for the leading levels solved over the hard equalities' own freedom, the same
+    #: for a cascade over the same rows with other rows soft (`solve_cascade`'s `leading`).
     leading: tuple = ()
 
 
@@ -201,7 +201,7 @@ def solve_cascade(
             again with other rows soft); None: found here.
         leading: the `leading` of a failed cascade over the same levels, `freedom`,
             reference, band, stiffness and joint box (only which rows are soft differs): its
-            levels' problems, not built again.
+            inequalities' norms and levels' problems, not computed again.
         stiffness: k of the weak directions (`weak_stiffness`).
     """
     nx, nv = metric.shape[0], reference.shape[0]
@@ -209,7 +209,8 @@ def solve_cascade(
         freedom = equality_freedom(hard, nv)
     if freedom is None:
         return CascadeResult(None, 'the contact constraints are inconsistent', [])
-    inequality = _inequality_rows(hard, freedom.basis)
+    inequality = _inequality_rows(hard, freedom.basis, leading[0] if leading else None)
+    leading = leading[1:]
     box = hard.box if hard.box is not None else unbounded_box(nv)
     sets = WorkingSets(warm)
     weights, built = [], []
@@ -230,7 +231,7 @@ def solve_cascade(
         solved = _solve_level(problem, point, basis, moving, inequality, sets, first)
         point, basis, moving, report = solved
         if point is None:  # `report` says why
-            return CascadeResult(None, report, weights, leading=tuple(built))
+            return CascadeResult(None, report, weights, leading=(inequality, *built))
         weights.append(report)
     # Least kinetic energy over the directions that move the joints, then the least weighted
     # forces over those that change the forces alone (internal forces): lexicographic, so the
@@ -251,16 +252,24 @@ def solve_cascade(
     return CascadeResult(point, '', weights, tuple(sets.found))
 
 
-def _inequality_rows(hard: HardConstraints, basis: np.ndarray) -> Inequalities:
+def _inequality_rows(
+    hard: HardConstraints, basis: np.ndarray, known: Inequalities | None = None
+) -> Inequalities:
     """The hard rows that are not equalities, their norms in the equalities' freedom `basis`.
 
     Without equalities they are `hard`'s rows themselves (views) and the freedom all of x.
+    `known`: these rows' `Inequalities` in a cascade with other rows soft, their norms reused
+    (only `soft` is `hard`'s).
     """
     equal = hard.equality
     soft = _none_soft(equal.shape[0]) if hard.soft is None else hard.soft
     if not np.logical_or.reduce(equal):
+        if known is not None:
+            return known._replace(soft=soft)
         return inequalities(hard.rows, hard.lower, hard.upper, soft, None, hard.degenerate)
     keep = ~equal
+    if known is not None:
+        return known._replace(soft=soft[keep])
     degenerate = None if hard.degenerate is None else hard.degenerate[keep]
     return inequalities(
         hard.rows[keep], hard.lower[keep], hard.upper[keep], soft[keep], basis, degenerate
