@@ -3,7 +3,7 @@
 import numpy as np
 import pinocchio as pin
 import pytest
-from robots import robot, shipped_controller
+from robots import core_controller, robot, shipped_controller
 
 from wbc_control.config import build_entries, parse_tasks
 from wbc_control.control.loop.controller_checks import (
@@ -201,9 +201,7 @@ def posture_controller(model: RobotModel, target: np.ndarray | None) -> Prioriti
     tasks = {'posture': {'type': 'joint_posture', 'kp': 25.0}}
     if target is not None:
         tasks['posture']['target'] = target.tolist()
-    return PrioritizedController(
-        model, build_entries(model, parse_tasks(model, ['posture'], tasks))
-    )
+    return core_controller(model, {'task_names': ['posture'], 'tasks': tasks})
 
 
 def test_a_posture_target_the_effort_limits_cannot_hold_names_its_joints():
