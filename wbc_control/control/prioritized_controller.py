@@ -261,23 +261,23 @@ class PrioritizedController:
         window = self.limiter.bounds if torque_window is None else torque_window
         switching = self.stacks.switching
         parts = switching.plan(now_s)
-        part, *others = parts
-        if not others and part.key == self._key:
+        if len(parts) == 1 and parts[0].key == self._key:
             result = self._solve(state, window, task_ramp)
         else:
             results = [self._solve_part(state, part, window, task_ramp) for part in parts]
             self._use(self.stacks.current, {})
             shares = [part.share for part in parts]
             contacts, mu = self.stacks.known_contacts, self.friction_coefficient
-            result = results[0] if not others else blend_results(shares, results, contacts, mu)
-        switching.record(result.torque_unlimited)
-        torque, saturated, rate_limited = self.limiter.limit(result.torque_unlimited, dt)
-        return result._replace(
-            torque=torque,
-            saturated=saturated | result.saturated,
-            rate_limited=rate_limited | result.rate_limited,
-            transition=switching.report,
-        )
+            blended = len(parts) > 1
+            result = blend_results(shares, results, contacts, mu) if blended else results[0]
+        unlimited = result.torque_unlimited
+        switching.record(unlimited)
+        torque, saturated, rate_limited = self.limiter.limit(unlimited, dt)
+        # `result._replace` of the four fields, without its two Python calls.
+        return ControllerResult(
+            torque, unlimited, saturated | result.saturated, rate_limited | result.rate_limited,
+            *result[4:11], switching.report,
+        )  # fmt: skip
 
     def _solve_part(
         self, state: RobotState, part: BlendPart, window, task_ramp: float
@@ -329,7 +329,9 @@ class PrioritizedController:
         # J q̈ + J̇v now: the stacked Jacobian and drift are buffers the next tick overwrites.
         achieved = rows.jacobian.dot(acceleration) + rows.drift
         self._held = at_limit
-        commanded = rows.desired_acceleration * task_ramp
+        # α ẍ*; at α = 1 ẍ* itself (x · 1 = x in IEEE arithmetic), without a new array.
+        desired = rows.desired_acceleration
+        commanded = desired if task_ramp == 1.0 else desired * task_ramp
         return ControllerResult(
             torque,
             torque,

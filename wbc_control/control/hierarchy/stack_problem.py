@@ -41,6 +41,7 @@ from wbc_control.control.switching.task_activation import Stack
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.numerics import einsum
+from wbc_control.tasks.task import as_slice
 
 #: K of the damped reference q̈_posture − K v (1/s), the regularisation's target.
 REFERENCE_DAMPING = 100.0
@@ -74,13 +75,19 @@ class StackProblem:
             if self.force_count
             else np.zeros((0, 0))
         )
-        self._postures = [
-            (level.rows, entry_rows, entry.task)
+        self._actuated = np.asarray(robot.indices.v, dtype=np.int64)
+        actuated = self._actuated.shape[0]
+        #: The stacked rows of each joint-posture task's ẍ*, lowest level last (`reference`).
+        starts = [
+            level.rows.start + entry_rows.start
             for level in levels
             for entry, entry_rows in zip(level.entries, level.slices)
             if getattr(entry.task, 'TYPE', None) == 'joint_posture'
         ]
-        self._actuated = np.asarray(robot.indices.v, dtype=np.int64)
+        self._postures = [slice(start, start + actuated) for start in starts]
+        self._actuated_v = as_slice(self._actuated)  # a slice where contiguous: a view
+        #: Whether `reference` must clear entries no posture writes (the base's, or all).
+        self._reference_gaps = not self._postures or actuated < robot.nv
         self._loads = LoadShares(stack.contacts) if self.force_count else None
         soles = self.force_count and sole_half_size is not None
         self._contacts = stack.contacts
@@ -96,6 +103,7 @@ class StackProblem:
         self._weights: tuple | None = None  # the √w per level `_roots` concatenates
         self._roots = np.zeros(0)
         self._reference = np.zeros(robot.nv)  # `reference`'s buffer
+        self._damping = np.zeros(robot.nv)  # K v, `reference`'s
         nx = robot.nv + self.force_count
         self._metric = np.zeros((nx, nx)) if self.force_count else None  # `metric`'s buffer
 
@@ -112,11 +120,13 @@ class StackProblem:
         floor cannot hold), every inequality does. The contacts and the base rows stay exact.
         """
         levels = self.levels(state, rows, target, weights)
-        metric = self.metric(state, shares)
-        reweigh = self.reweigh(shares)
+        if self.force_count:
+            metric, reweigh = self.metric(state, shares), self.reweigh(shares)
+        else:  # H₀ = M (`metric`), one force stage (`reweigh`): nothing to build or call
+            metric, reweigh = state.mass_matrix, None
         hard, joint_rows = self.hard_constraints(state, constraint, bounds, window)
         reference = self.reference(rows, state)
-        speeds = state.v[self._actuated]
+        speeds = state.v[self._actuated_v]
         stiffness = weak_stiffness(speeds.dot(speeds))
         freedom = self._layout.freedom or equality_freedom(hard, self.robot.nv)
         warm = self.working_sets
@@ -181,14 +191,12 @@ class StackProblem:
         to rest at the edge of its workspace (the regularisation of Chiaverini 1997 taken
         towards this motion instead of towards 0).
         """
-        reference = self._reference
-        reference[:] = 0.0
-        for level_rows, entry_rows, _ in self._postures:
-            start = level_rows.start + entry_rows.start
-            reference[self._actuated] = rows.desired_acceleration[
-                start : start + self._actuated.shape[0]
-            ]
-        reference -= REFERENCE_DAMPING * state.v
+        reference, damping = self._reference, self._damping
+        if self._reference_gaps:
+            reference[:] = 0.0
+        for posture in self._postures:
+            reference[self._actuated_v] = rows.desired_acceleration[posture]
+        reference -= np.multiply(state.v, REFERENCE_DAMPING, out=damping)
         return reference
 
     def metric(self, state: RobotState, row_shares: np.ndarray) -> np.ndarray:

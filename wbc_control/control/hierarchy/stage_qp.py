@@ -126,29 +126,29 @@ def solve_stage(
     hard equalities' own solution and freedom (no stage above moved x₀ onto a bound), where
     DAQP's proof of infeasibility is trusted (`_daqp`).
     """
+    rows, lower, upper, soft, norms, degenerate = inequality
     verdict, qp, bounds, sense_hard, warmed = stage_problem(
-        problem, inequality.rows, inequality.lower, inequality.upper, inequality.soft,
-        inequality.norms, point, basis, _COLD if warm is None else warm,
-        PRIMAL_TOLERANCE, CARRIED_TOLERANCE, inequality.degenerate, SOFT_WEIGHT,
+        problem, rows, lower, upper, soft, norms, point, basis, _COLD if warm is None else warm,
+        PRIMAL_TOLERANCE, CARRIED_TOLERANCE, degenerate, SOFT_WEIGHT,
     )  # fmt: skip
-    size = problem.shape[1]
+    size, count = problem.shape[1], lower.shape[0]
     if verdict == MEETS_ALL:
-        return problem[size + 1], '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
+        return problem[size + 1], '', np.zeros(count, dtype=np.int8)
     if verdict == STUCK:
         return None, 'a constraint no direction left can meet', None
-    total = qp.shape[1]
-    curvature, gradient, rows = qp[:total], qp[total], qp[total + 1 :]
-    low, high, handed = bounds[0], bounds[1], bounds.shape[1]
+    total, handed = qp.shape[1], bounds.shape[1]
+    curvature, gradient, handed_rows = qp[:total], qp[total], qp[total + 1 :]
+    low, high = bounds[0], bounds[1]
     sense, hard = sense_hard[:handed], sense_hard[handed:]
-    z, multipliers = _daqp(curvature, gradient, rows, low, high, sense, warmed, first)
+    z, multipliers = _daqp(curvature, gradient, handed_rows, low, high, sense, warmed, first)
     if z is INFEASIBLE:
         return None, 'the hard constraints have no common solution (DAQP)', None
     if z is None:
-        z = _quadprog(curvature, gradient, rows, low, high)
+        z = _quadprog(curvature, gradient, handed_rows, low, high)
         if isinstance(z, str):
             return None, z, None
-        return z[:size], '', np.zeros(inequality.lower.shape[0], dtype=np.int8)
-    return z[:size], '', working_set(inequality.lower.shape[0], hard, multipliers)
+        return z[:size], '', np.zeros(count, dtype=np.int8)
+    return z[:size], '', working_set(count, hard, multipliers)
 
 
 def _daqp(curvature, gradient, rows, lower, upper, sense, warmed: bool, first: bool = False):
