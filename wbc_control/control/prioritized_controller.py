@@ -313,9 +313,8 @@ class PrioritizedController:
         acceleration = result.solution[: self.robot.nv]
         torque, forces = self._torque(state, acceleration, constraint, result.solution)
         # At an effort limit: saturated; at the rate window's edge inside it: rate limited.
-        saturated, rate_limited = range_flags(
-            torque, window[0], window[1], self.limiter.effort_limits
-        )
+        flags = range_flags(torque, window[0], window[1], self.limiter.effort_limits)
+        saturated, rate_limited = flags[0], flags[1]  # (unpacking iterates: slower)
         at_limit = None  # which joints sit on a bound `(n_act,)`, None without joint limits
         if bounds is not None:
             found, held = held_joints(acceleration[self._actuated], bounds[0], bounds[1])

@@ -68,6 +68,9 @@ class RobotState:
         self._com_terms = (self._com, self._com_velocity, self._com_jacobian, self._com_drift)
         self._gravity_valid = False
         self._gravity = np.zeros(robot.nv)
+        # Each frame's oMf: Pinocchio's `data.oMf[i]` is a view of the Data, which `update`
+        # rewrites in place, so one per frame serves every tick without a lookup of its own.
+        self._placements = [self.data.oMf[frame] for frame in range(len(self.data.oMf))]
 
     def update(self, q: npt.ArrayLike, v: npt.ArrayLike) -> None:
         """Compute kinematics and dynamics at (q, v); the only Pinocchio pass of a tick.
@@ -149,8 +152,8 @@ class RobotState:
         return self._gravity
 
     def frame_placement(self, frame_id: int) -> pin.SE3:
-        """oMf: placement of the frame in the world."""
-        return self.data.oMf[frame_id]
+        """oMf: placement of the frame in the world (this tick's: a view of `Data`)."""
+        return self._placements[frame_id]
 
     def frame_jacobian(self, frame_id: int) -> np.ndarray:
         """6×nv frame Jacobian in LOCAL_WORLD_ALIGNED (rows: linear, angular)."""
@@ -178,7 +181,7 @@ class RobotState:
         """
         model, data, axes = self.model, self.data, LOCAL_WORLD_ALIGNED
         return (
-            data.oMf[frame_id],
+            self._placements[frame_id],
             pin.getFrameJacobian(model, data, frame_id, axes),
             pin.getFrameClassicalAcceleration(model, data, frame_id, axes).vector,
         )

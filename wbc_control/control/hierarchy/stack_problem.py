@@ -246,24 +246,25 @@ class StackProblem:
             )
             layout = self._layout = self._hard_layout(key, finite, limited, constraint is not None)
             self._torque_and_joint_rows(layout, state, constraint, bounds, window)
+        if constraint is None:  # no contacts (nor forces): the rows above are all there is
+            return layout.hard, layout.joint_flags
         rows, lower, upper = layout.hard.rows, layout.hard.lower, layout.hard.upper
         mass, bias = state.mass_matrix, state.nonlinear_effects
         if self.force_count:
             rows[layout.torque, nv:] = -constraint[:, layout.torque_columns].T
-        if constraint is not None:
-            drift = contact_acceleration(constraint, self.contact_buffers.drift, state.v)
-            rows[layout.contacts, :nv] = constraint
-            lower[layout.contacts] = upper[layout.contacts] = drift
-            base = layout.base
-            if base.stop > base.start:
-                rows[base, :nv] = mass[: self.robot.base_nv]
-                rows[base, nv:] = -constraint[:, : self.robot.base_nv].T
-                lower[base] = upper[base] = -bias[: self.robot.base_nv]
-            if layout.pressure.stop > layout.pressure.start:
-                frames = self._contact_frames  # the soles' rows at their rotations
-                rotations = [state.frame_placement(frame).rotation for frame in frames]
-                self._soles.write(rotations, rows[layout.pressure, nv:])
-            self._close_cones(layout)
+        drift = contact_acceleration(constraint, self.contact_buffers.drift, state.v)
+        rows[layout.contacts, :nv] = constraint
+        lower[layout.contacts] = upper[layout.contacts] = drift
+        base = layout.base
+        if base.stop > base.start:
+            rows[base, :nv] = mass[: self.robot.base_nv]
+            rows[base, nv:] = -constraint[:, : self.robot.base_nv].T
+            lower[base] = upper[base] = -bias[: self.robot.base_nv]
+        if layout.pressure.stop > layout.pressure.start:
+            frames = self._contact_frames  # the soles' rows at their rotations
+            rotations = [state.frame_placement(frame).rotation for frame in frames]
+            self._soles.write(rotations, rows[layout.pressure, nv:])
+        self._close_cones(layout)
         return layout.hard, layout.joint_flags
 
     def _torque_and_joint_rows(self, layout, state, constraint, bounds, window) -> bool:
