@@ -76,6 +76,38 @@ def talos_standing_state(talos: RobotModel, seed: int, speed: float) -> RobotSta
     return state
 
 
+def body_frames(robot: RobotModel) -> list:
+    """The model's body frames (one per URDF link), in model order."""
+    return [frame for frame in robot.model.frames if frame.type == pin.FrameType.BODY]
+
+
+def beyond_reach(robot: RobotModel, positions: np.ndarray, distance: float = 1.2):
+    """(frame id, placement, target): the last body frame's target `distance` m farther out.
+
+    Farther out horizontally, from the base's vertical axis, than where the frame is at the
+    joint `positions` of a fixed-base arm: a target out of reach. The placement is a copy.
+    """
+    tip = robot.frame_id(body_frames(robot)[-1].name)
+    state = RobotState(robot)
+    state.update(robot.configuration(positions), np.zeros(robot.nv))
+    placement = state.frame_placement(tip).copy()
+    outwards = np.array([placement.translation[0], placement.translation[1], 0.0])
+    return tip, placement, placement.translation + distance * outwards / np.linalg.norm(outwards)
+
+
+#: Unitree G1 (29 joints, no SRDF ships): legs slightly bent (hip pitch, roll, yaw, knee, ankle
+#: pitch, roll), the waist straight (yaw, roll, pitch), the elbows bent (shoulder pitch, roll,
+#: yaw, elbow, wrist roll, pitch, yaw per arm); and its soles.
+G1_URDF = 'g1_description/urdf/g1_29dof_rev_1_0.urdf'
+G1_STANDING = (
+    *(-0.1, 0.0, 0.0, 0.3, -0.2, 0.0) * 2,
+    *(0.0, 0.0, 0.0),
+    *(0.0, 0.2, 0.0, 0.9, 0.0, 0.0, 0.0),
+    *(0.0, -0.2, 0.0, 0.9, 0.0, 0.0, 0.0),
+)
+G1_SOLES = ('left_ankle_roll_link', 'right_ankle_roll_link')
+
+
 # Three joints of each supported kind: revolute, continuous (nq = 2, nv = 1), prismatic.
 MIXED_JOINTS_URDF = """<?xml version="1.0"?>
 <robot name="mixed">

@@ -163,6 +163,11 @@ class RosProbe:
         self.node.destroy_node()
 
 
+def stamp_s(message) -> float:
+    """A stamped message's header time in seconds (simulated time under `use_sim_time`)."""
+    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+
+
 def named_probe(request: object) -> Iterator[RosProbe]:
     """A RosProbe named after the requesting test module (a pytest fixture's body)."""
     probe = RosProbe(f'{Path(str(request.path)).stem}_probe')

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from robots import MIXED_JOINTS_URDF, example_urdf, shipped_parameters
-from ros_support import RosProbe
+from ros_support import RosProbe, stamp_s
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 import yaml
@@ -36,14 +36,6 @@ SOURCES = launch_sources()
 # A few seconds on an idle machine; generous for a loaded CI runner.
 FIRST_TORQUES_S = 45.0
 TORQUE_COUNT = 20
-
-
-@pytest.fixture(scope='module')
-def real_prefix(tmp_path_factory) -> Path:
-    """The package with its real executables; wbc_sim needs MuJoCo and the example robots."""
-    pytest.importorskip('mujoco', reason='wbc_sim needs mujoco (pip install mujoco)')
-    example_urdf('panda')
-    return install_prefix(tmp_path_factory.mktemp('install_real'))
 
 
 @pytest.fixture
@@ -66,10 +58,6 @@ POSE_TOLERANCE = 0.05
 SETTLED_WAIT_S = 300.0
 #: Joint-state rejections that say the robot moved implausibly (fell, hit a wall).
 IMPLAUSIBLE = ('joint_states.velocity_limit', 'joint_states.position_limit')
-
-
-def stamp_s(message: JointState) -> float:
-    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
 
 
 def configured_pose(robot: str) -> np.ndarray:

@@ -26,18 +26,20 @@ ROS.
   (the landing's).
 """
 
+from pathlib import Path
 from typing import NamedTuple
 
-from launch_support import LaunchRun, install_prefix, launch_command, launch_sources
+from launch_support import LaunchRun, launch_command, launch_sources
 from nav_msgs.msg import Odometry
 import numpy as np
 import pinocchio as pin
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from robots import example_urdf
-from ros_support import RosProbe
+from robots import G1_SOLES, G1_STANDING, G1_URDF, beyond_reach
+from ros_support import RosProbe, stamp_s
 from sensor_msgs.msg import JointState
 from sim_support import simulation_of
+import yaml
 
 from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
@@ -70,49 +72,34 @@ MISSES = {
 }
 
 
-@pytest.fixture(scope='module')
-def real_prefix(tmp_path_factory):
-    """The package with its real executables; wbc_sim needs MuJoCo and the example robots."""
-    pytest.importorskip('mujoco', reason='wbc_sim needs mujoco (pip install mujoco)')
-    example_urdf('panda')
-    return install_prefix(tmp_path_factory.mktemp('install_edges'))
+def parameters_file(path: Path, parameters: dict) -> str:
+    """Write `parameters` as a ROS parameters file for any node name; the launch argument."""
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': parameters}}))
+    return str(path)
 
 
-def arm_files(robot: RobotModel, folder) -> tuple[str, np.ndarray, list[str]]:
+def arm_files(robot: RobotModel, folder) -> tuple[int, np.ndarray, list[str]]:
     """The tip frame, its target and the launch arguments naming the user's two files."""
-    model = robot.model
-    tip = [frame for frame in model.frames if frame.type == pin.FrameType.BODY][-1].name
-    data = model.createData()
-    start = pin.neutral(model)
-    pin.framesForwardKinematics(model, data, start)
-    position = data.oMf[model.getFrameId(tip)].translation
-    outwards = np.array([position[0], position[1], 0.0])
-    target = position + 1.2 * outwards / np.linalg.norm(outwards)
-    posture = [float(q) for q in robot.joint_positions(start)]
-    (folder / 'controller.yaml').write_text(
-        '/**:\n  ros__parameters:\n    task_names: [tip, posture]\n    tasks:\n'
-        f'      tip: {{type: frame_position, frame: {tip}, kp: 100.0, '
-        f'target: {[float(x) for x in target]}}}\n'
-        f'      posture: {{type: joint_posture, priority: 1, kp: 25.0, target: {posture}}}\n'
-    )
-    (folder / 'sim.yaml').write_text(
-        '/**:\n  ros__parameters:\n    lockstep: true\n    lockstep_subscribers: 3\n'
-        '    ground_plane: false\n'
-        f'    control_period: {PERIOD_S}\n    initial_positions: {posture}\n'
-    )
+    start = robot.joint_positions(pin.neutral(robot.model))
+    tip, _, target = beyond_reach(robot, start)
+    posture = [float(q) for q in start]
+    tasks = {
+        'tip': {'type': 'frame_position', 'frame': robot.model.frames[tip].name, 'kp': 100.0,
+                'target': [float(x) for x in target]},
+        'posture': {'type': 'joint_posture', 'priority': 1, 'kp': 25.0, 'target': posture},
+    }  # fmt: skip
+    controller = {'task_names': ['tip', 'posture'], 'tasks': tasks}
+    sim = {'lockstep': True, 'lockstep_subscribers': 3, 'ground_plane': False,
+           'control_period': PERIOD_S, 'initial_positions': posture}  # fmt: skip
     return (
         tip,
         target,
         [
-            f'controller_params:={folder / "controller.yaml"}',
-            f'sim_params:={folder / "sim.yaml"}',
+            f'controller_params:={parameters_file(folder / "controller.yaml", controller)}',
+            f'sim_params:={parameters_file(folder / "sim.yaml", sim)}',
             'floating_base:=false',
         ],
     )
-
-
-def stamp_s(message: JointState) -> float:
-    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
 
 
 def run_sim(distro: str, prefix, urdf, arguments: list[str], seconds: float) -> Run:
@@ -171,7 +158,7 @@ def test_an_arm_without_a_config_reaching_beyond_its_reach_comes_to_rest(
     lower, upper = robot.position_limits
     data = robot.model.createData()
     pin.framesForwardKinematics(robot.model, data, robot.configuration(positions))
-    reached = np.linalg.norm(data.oMf[robot.frame_id(tip)].translation - target)
+    reached = np.linalg.norm(data.oMf[tip].translation - target)
     step = largest_step(states, SETTLING_S, RUN_S)
     print(f'{name}: rest {max(speeds):.4f} rad/s, largest step {step:.2f} N m, {reached:.3f} m')
     assert max(speeds) < REST_SPEED
@@ -180,32 +167,25 @@ def test_an_arm_without_a_config_reaching_beyond_its_reach_comes_to_rest(
     assert step <= STEP_SHARE * robot.effort_limits.max()
 
 
-G1_URDF = 'g1_description/urdf/g1_29dof_rev_1_0.urdf'
-#: Legs slightly bent (hip pitch, roll, yaw, knee, ankle pitch, roll), waist straight, elbows bent.
-G1_START = (
-    *(-0.1, 0.0, 0.0, 0.3, -0.2, 0.0) * 2,
-    *(0.0, 0.0, 0.0),
-    *(0.0, 0.2, 0.0, 0.9, 0.0, 0.0, 0.0),
-    *(0.0, -0.2, 0.0, 0.9, 0.0, 0.0, 0.0),
-)
-G1_CONTROLLER = """/**:
-  ros__parameters:
-    contacts: [left_ankle_roll_link, right_ankle_roll_link]
-    contact_types: [surface, surface]
-    task_names: [com, pelvis, posture]
-    tasks:
-      com: {type: com, kp: 100.0}
-      pelvis: {type: frame_orientation, frame: pelvis, priority: 1, kp: 100.0,
-               target: [0.0, 0.0, 0.0, 1.0]}
-      posture: {type: joint_posture, priority: 2, kp: 10.0}
-"""
+#: The user's G1 file: COM and posture without targets (held where they start), pelvis upright.
+G1_CONTROLLER = {
+    'contacts': list(G1_SOLES),
+    'contact_types': ['surface'] * len(G1_SOLES),
+    'task_names': ['com', 'pelvis', 'posture'],
+    'tasks': {
+        'com': {'type': 'com', 'kp': 100.0},
+        'pelvis': {'type': 'frame_orientation', 'frame': 'pelvis', 'priority': 1, 'kp': 100.0,
+                   'target': [0.0, 0.0, 0.0, 1.0]},
+        'posture': {'type': 'joint_posture', 'priority': 2, 'kp': 10.0},
+    },
+}  # fmt: skip
 G1_RUN_S, LANDING_S, DROP_M = 3.0, 0.1, 1e-3
 
 
 def dropped_base_pose(urdf) -> list[float]:
-    """The base pose DROP_M above the ground at G1_START, as wbc_sim's MuJoCo places it."""
+    """The base pose DROP_M above the ground at G1_STANDING, as wbc_sim's MuJoCo places it."""
     simulation = simulation_of(urdf, True, ground_plane=True)
-    simulation.reset(np.array(G1_START))
+    simulation.reset(np.array(G1_STANDING))
     simulation.place_on_ground(DROP_M)
     return [float(x) for x in simulation.base_pose()]
 
@@ -219,15 +199,11 @@ def tilt_deg(message: Odometry) -> float:
 def test_the_g1_stands_after_a_1_mm_drop_with_joint_limits_on(distro, real_prefix, tmp_path):
     urdf = robots_directory() / G1_URDF
     base = dropped_base_pose(urdf)
-    (tmp_path / 'controller.yaml').write_text(G1_CONTROLLER)
-    (tmp_path / 'sim.yaml').write_text(
-        '/**:\n  ros__parameters:\n    lockstep: true\n    lockstep_subscribers: 3\n'
-        f'    control_period: {PERIOD_S}\n    initial_positions: {list(G1_START)}\n'
-        f'    initial_base_pose: {base}\n'
-    )
+    sim = {'lockstep': True, 'lockstep_subscribers': 3, 'control_period': PERIOD_S,
+           'initial_positions': list(G1_STANDING), 'initial_base_pose': base}  # fmt: skip
     arguments = [
-        f'controller_params:={tmp_path / "controller.yaml"}',
-        f'sim_params:={tmp_path / "sim.yaml"}',
+        f'controller_params:={parameters_file(tmp_path / "controller.yaml", G1_CONTROLLER)}',
+        f'sim_params:={parameters_file(tmp_path / "sim.yaml", sim)}',
         'floating_base:=true',
     ]
     run = run_sim(distro, real_prefix, urdf, arguments, G1_RUN_S)

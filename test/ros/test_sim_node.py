@@ -11,7 +11,7 @@ import pinocchio as pin
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
-from ros_support import NodeProcess, RosProbe, named_probe
+from ros_support import NodeProcess, RosProbe, named_probe, stamp_s
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -58,10 +58,6 @@ def lockstep_parameters(**overrides) -> dict:
         'real_time_factor': 0.0,  # as fast as the commands come
     }
     return panda_parameters(**{**lockstep, **overrides})
-
-
-def stamp_s(message: JointState) -> float:
-    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
 
 
 def command_publisher(probe: RosProbe):

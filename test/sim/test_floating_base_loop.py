@@ -19,7 +19,7 @@ from nav_msgs.msg import Odometry
 import numpy as np
 import pytest
 from robots import robot
-from ros_support import NodeProcess, RosProbe
+from ros_support import NodeProcess, RosProbe, stamp_s
 from scipy.spatial import ConvexHull
 from sensor_msgs.msg import JointState
 from sim_support import pinocchio_state
@@ -52,10 +52,6 @@ SOLE_Y_M = (-0.057, 0.057)
 
 def config(name: str, node: str) -> dict:
     return yaml.safe_load((CONFIG / f'{name}.yaml').read_text())['/**']['ros__parameters']
-
-
-def stamp_s(message) -> float:
-    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
 
 
 @dataclass

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import pinocchio as pin
 import pytest
+from robots import G1_SOLES, G1_STANDING, G1_URDF, beyond_reach, body_frames
 from sim_support import simulation_of
 
 from wbc_control.config import (
@@ -184,12 +185,7 @@ class Reach(NamedTuple):
 
 def reach(robot: RobotModel, simulation, positions, rate_limit: float, task_type: str) -> Reach:
     """The last body frame 1.2 m farther out horizontally, a posture below; no `max_error`."""
-    tip = robot.frame_id(body_frames(robot)[-1].name)
-    state = RobotState(robot)
-    state.update(robot.configuration(positions), np.zeros(robot.nv))
-    placement = state.frame_placement(tip)
-    outwards = np.array([placement.translation[0], placement.translation[1], 0.0])
-    target = placement.translation + 1.2 * outwards / np.linalg.norm(outwards)
+    tip, placement, target = beyond_reach(robot, positions)
     orientation = pin.Quaternion(placement.rotation).coeffs().tolist()  # x y z w
     tasks = {
         'tip': {'type': task_type, 'frame': robot.model.frames[tip].name, 'kp': 100.0,
@@ -207,6 +203,7 @@ def reach(robot: RobotModel, simulation, positions, rate_limit: float, task_type
         beyond.append(float(np.nanmax(np.maximum(lower - q, q - upper))))
 
     commands = run(simulation, loop_of(robot, parameters), REACH_TICKS, record)
+    state = RobotState(robot)
     state.update(robot.configuration(simulation.joint_positions()), np.zeros(robot.nv))
     reached = float(np.linalg.norm(state.frame_placement(tip).translation - target))
     return Reach(commands, speeds, beyond, reached)
@@ -256,31 +253,7 @@ def test_a_quadruped_stands_on_its_point_feet(name: str) -> None:
     check_commands(commands, robot.effort_limits, 0.1)
 
 
-#: Unitree G1 (29 joints) standing with slightly bent legs and the elbows bent; no SRDF ships.
-G1 = Robot(
-    'g1_description/urdf/g1_29dof_rev_1_0.urdf',
-    start=(
-        *(-0.1, 0.0, 0.0, 0.3, -0.2, 0.0) * 2,  # hip pitch, roll, yaw, knee, ankle pitch, roll
-        0.0,
-        0.0,
-        0.0,  # waist yaw, roll, pitch
-        0.0,
-        0.2,
-        0.0,
-        0.9,
-        0.0,
-        0.0,
-        0.0,  # left shoulder pitch, roll, yaw, elbow, wrist
-        0.0,
-        -0.2,
-        0.0,
-        0.9,
-        0.0,
-        0.0,
-        0.0,  # right
-    ),
-)
-G1_SOLES = ('left_ankle_roll_link', 'right_ankle_roll_link')
+G1 = Robot(G1_URDF, start=G1_STANDING)
 
 
 @pytest.mark.parametrize(('clearance_m', 'landing_step'), [(1e-3, 0.05), (3e-3, 0.5)])
@@ -385,11 +358,6 @@ def standing(robot: RobotModel, positions: np.ndarray, posture_priority: int = 1
             },
         },
     }  # fmt: skip
-
-
-def body_frames(robot: RobotModel) -> list:
-    """The model's body frames (one per URDF link), in model order."""
-    return [frame for frame in robot.model.frames if frame.type == pin.FrameType.BODY]
 
 
 def test_these_urdfs_are_example_robot_datas() -> None:

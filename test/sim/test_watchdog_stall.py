@@ -17,7 +17,7 @@ import signal
 import time
 
 import numpy as np
-from ros_support import NodeProcess, RosProbe
+from ros_support import NodeProcess, RosProbe, stamp_s
 from sensor_msgs.msg import JointState
 
 from wbc_control.model.example_robots import example_robot_urdf
@@ -46,10 +46,6 @@ def stall(node: NodeProcess) -> float:
     finally:
         os.kill(node.process.pid, signal.SIGCONT)
     return time.monotonic()
-
-
-def sim_time(message: JointState) -> float:
-    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
 
 
 def test_a_controller_stalled_past_the_wall_timeout_answers_its_queued_state():
@@ -89,19 +85,19 @@ def test_a_controller_stalled_past_the_wall_timeout_answers_its_queued_state():
     probe.node.create_subscription(JointState, 'joint_states', on_state, PROBE_DEPTH)
     resumed_s: list[float] = []
     with sim, controller:
-        reached = probe.spin_until(lambda: states and sim_time(states[-1]) >= 0.5, START_TIMEOUT_S)
+        reached = probe.spin_until(lambda: states and stamp_s(states[-1]) >= 0.5, START_TIMEOUT_S)
         assert reached, f'no loop within {START_TIMEOUT_S:.0f} s:\n{controller.output()[-2000:]}'
         watched = len(states)  # the start may answer a state with a safe command: not judged
         for _ in range(STALLS):
             resumed_s.append(stall(controller))
-            after = sim_time(states[-1]) + 0.2
-            resumed = probe.spin_until(lambda t=after: sim_time(states[-1]) >= t, RUN_TIMEOUT_S)
+            after = stamp_s(states[-1]) + 0.2
+            resumed = probe.spin_until(lambda t=after: stamp_s(states[-1]) >= t, RUN_TIMEOUT_S)
             assert resumed, f'the loop stopped after a stall:\n{controller.output()[-2000:]}'
     applied = np.array([message.effort for message in states[watched:]])
     zero = watched + np.flatnonzero(~applied.any(axis=1))
     after_stall = [i for i in zero if any(0 <= heard_s[i] - t < STALL_EFFECT_S for t in resumed_s)]
     assert not after_stall, (
         f'{len(after_stall)} simulator steps with zero torque (the safe command) right after a '
-        f'stall, first at sim time {sim_time(states[after_stall[0]]):.3f} s'
+        f'stall, first at sim time {stamp_s(states[after_stall[0]]):.3f} s'
         f'\n{controller.output()[-3000:]}'
     )
