@@ -202,12 +202,11 @@ class StackProblem:
     def metric(self, state: RobotState, row_shares: np.ndarray) -> np.ndarray:
         """H₀ = blockdiag(M, W_f / m): the kinetic energy and the weighted force norm.
 
-        Without forces H₀ is M itself (the state's, not a copy: the cascade only reads it); with
-        them a buffer of this stack's, whose force block off the diagonal stays 0.
+        For a stack with contact forces (without them `solve` takes H₀ = M itself, the state's:
+        the cascade only reads it): a buffer of this stack's, whose force block off the diagonal
+        stays 0.
         """
         nv, count = self.robot.nv, self.force_count
-        if not count:
-            return state.mass_matrix
         metric = self._metric
         metric[:nv, :nv] = state.mass_matrix
         largest = float(np.maximum.reduce(row_shares))
@@ -216,9 +215,10 @@ class StackProblem:
         return metric
 
     def reweigh(self, row_shares: np.ndarray):
-        """The cascade's second force stage: its weights from the first stage's forces."""
-        if self._loads is None:
-            return None
+        """The cascade's second force stage: its weights from the first stage's forces.
+
+        For a stack with contact forces (without them `solve` passes None: no force stage).
+        """
 
         def weights(forces: np.ndarray) -> np.ndarray:
             shares = row_shares * self._loads.factors(forces)
