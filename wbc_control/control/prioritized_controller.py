@@ -273,10 +273,11 @@ class PrioritizedController:
         unlimited = result.torque_unlimited
         switching.record(unlimited)
         torque, saturated, rate_limited = self.limiter.limit(unlimited, dt)
-        # `result._replace` of the four fields, without its two Python calls.
+        # `result._replace` of the five fields, without its two Python calls.
         return ControllerResult(
             torque, unlimited, saturated | result.saturated, rate_limited | result.rate_limited,
-            *result[4:11], switching.report,
+            result.acceleration, result.tasks, result.levels, result.contacts,
+            result.base_wrench_residual, result.joints_at_limit, result.solver, switching.report,
         )  # fmt: skip
 
     def _solve_part(
