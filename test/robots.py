@@ -95,6 +95,14 @@ def beyond_reach(robot: RobotModel, positions: np.ndarray, distance: float = 1.2
     return tip, placement, placement.translation + distance * outwards / np.linalg.norm(outwards)
 
 
+def tilt_deg(qx: float, qy: float) -> float:
+    """How far a base is from upright (deg), from its orientation quaternion's x and y.
+
+    The angle between its z axis and the world's: 2 asin(√(qx² + qy²)).
+    """
+    return float(np.degrees(2.0 * np.arcsin(min(1.0, np.hypot(qx, qy)))))
+
+
 #: Unitree G1 (29 joints, no SRDF ships): legs slightly bent (hip pitch, roll, yaw, knee, ankle
 #: pitch, roll), the waist straight (yaw, roll, pitch), the elbows bent (shoulder pitch, roll,
 #: yaw, elbow, wrist roll, pitch, yaw per arm); and its soles.

@@ -35,7 +35,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from robots import G1_SOLES, G1_STANDING, G1_URDF, beyond_reach
+from robots import G1_SOLES, G1_STANDING, G1_URDF, beyond_reach, tilt_deg
 from ros_support import RosProbe, stamp_s
 from sensor_msgs.msg import JointState
 from sim_support import simulation_of
@@ -190,11 +190,6 @@ def dropped_base_pose(urdf) -> list[float]:
     return [float(x) for x in simulation.base_pose()]
 
 
-def tilt_deg(message: Odometry) -> float:
-    orientation = message.pose.pose.orientation
-    return float(np.degrees(2.0 * np.arcsin(min(1.0, np.hypot(orientation.x, orientation.y)))))
-
-
 @pytest.mark.parametrize('distro', SOURCES[-1:])
 def test_the_g1_stands_after_a_1_mm_drop_with_joint_limits_on(distro, real_prefix, tmp_path):
     urdf = robots_directory() / G1_URDF
@@ -212,7 +207,8 @@ def test_the_g1_stands_after_a_1_mm_drop_with_joint_limits_on(distro, real_prefi
     assert odometry, 'wbc_sim published no odom'
     heights = [message.pose.pose.position.z for message in odometry]
     speed = float(np.abs(states[-1].velocity).max())
-    tilt = tilt_deg(odometry[-1])
+    orientation = odometry[-1].pose.pose.orientation
+    tilt = tilt_deg(orientation.x, orientation.y)
     print(
         f'G1: base {base[2]:.4f} -> {heights[-1]:.4f} m, tilt {tilt:.3f} deg, '
         f'{speed:.4f} rad/s, largest step after the landing {step:.2f} N m'

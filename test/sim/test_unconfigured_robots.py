@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import pinocchio as pin
 import pytest
-from robots import G1_SOLES, G1_STANDING, G1_URDF, beyond_reach, body_frames
+from robots import G1_SOLES, G1_STANDING, G1_URDF, beyond_reach, body_frames, tilt_deg
 from sim_support import simulation_of
 
 from wbc_control.config import (
@@ -248,7 +248,7 @@ def test_a_quadruped_stands_on_its_point_feet(name: str) -> None:
     commands = run(simulation, loop_of(robot, parameters))
     end = simulation.base_pose()
     assert abs(end[2] - start[2]) < 0.01, f'base height {start[2]:.4f} -> {end[2]:.4f} m'
-    tilt = np.degrees(2.0 * np.arcsin(min(1.0, np.linalg.norm(end[3:5]))))
+    tilt = tilt_deg(end[3], end[4])
     assert tilt < 2.0, f'base tilted {tilt:.2f} deg'
     check_commands(commands, robot.effort_limits, 0.1)
 
@@ -292,7 +292,7 @@ def test_a_humanoid_stands_with_joint_limits_on_after_a_drop(
     commands = run(simulation, loop_of(robot, parameters))
     end = simulation.base_pose()
     assert abs(end[2] - start[2]) < 2e-3, f'base height {start[2]:.4f} -> {end[2]:.4f} m'
-    tilt = np.degrees(2.0 * np.arcsin(min(1.0, np.linalg.norm(end[3:5]))))
+    tilt = tilt_deg(end[3], end[4])
     assert tilt < 0.5, f'base tilted {tilt:.2f} deg'
     assert np.abs(simulation.joint_velocities()).max() < 0.05
     check_commands(commands, robot.effort_limits, landing_step)
