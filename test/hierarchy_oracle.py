@@ -28,14 +28,14 @@ class OracleLevel(NamedTuple):
 def normalisation(
     jacobian: np.ndarray, inverse_inertia: np.ndarray, sqrt_weights: np.ndarray, groups
 ) -> np.ndarray:
-    """D: √wᵢ over the square root of the largest mobility (J M⁻¹ Jᵀ)ⱼⱼ of row i's group."""
+    """D: √wᵢ over the square root of the mean mobility (J M⁻¹ Jᵀ)ⱼⱼ of row i's group."""
     mobility = np.einsum('ij,jk,ik->i', jacobian, inverse_inertia, jacobian)
     scale, start = np.zeros(len(mobility)), 0
     for size in groups:
         rows = slice(start, start + size)
-        largest = mobility[rows].max()
-        if largest > 1e-12 * mobility.max():
-            scale[rows] = sqrt_weights[rows] / np.sqrt(largest)
+        mean = mobility[rows].mean()
+        if mean > 1e-12 * mobility.max():
+            scale[rows] = sqrt_weights[rows] / np.sqrt(mean)
         start += size
     return scale
 

@@ -88,6 +88,9 @@ def oracle_levels(state: RobotState, entries, contacts) -> list[OracleLevel]:
     """The contacts (A q̈ = −Ȧq̇ − K A q̇) as the first level, then the task levels, unit weights.
 
     K A q̇: the contact velocity's damping (Baumgarte 1972, `contacts.contact_acceleration`).
+    Each task's rows are one group, not the product's `row_groups`: the recursion as the
+    papers write it, Euclidean within a task (a frame task's levels here have full rank, where
+    the scale of its parts changes nothing; a posture below one is rank-deficient, where it would).
     """
     levels = []
     if contacts:
@@ -99,7 +102,7 @@ def oracle_levels(state: RobotState, entries, contacts) -> list[OracleLevel]:
         terms = [task.compute(state) for task in tasks]
         jacobian = np.vstack([term.jacobian for term in terms])
         target = np.concatenate([term.desired_acceleration - term.drift for term in terms])
-        groups = tuple(group for task in tasks for group in task.row_groups())
+        groups = tuple(task.dim for task in tasks)
         levels.append(OracleLevel(jacobian, target, np.ones(len(target)), groups))
     return levels
 

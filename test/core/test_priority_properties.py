@@ -203,18 +203,18 @@ def test_weights_of_two_tasks_on_one_point_give_the_weighted_mean_of_their_targe
 def weighted_least_squares_residual(state, tasks, weights) -> list[np.ndarray]:
     """Per-task residual of argmin Σ wᵢ ‖Dᵢ(Jᵢq̈ + J̇ᵢv − ẍᵢ*)‖² (by lstsq).
 
-    D = 1/‖J_g‖, the largest row norm of each row's group (a frame task's linear rows, its
-    angular rows).
+    D = 1/√(the mean mobility (J M⁻¹ Jᵀ)ⱼⱼ of each row's group (a frame task's linear rows,
+    its angular rows, a posture's joints)).
 
     The residual of a least-squares problem is unique even where its solution is not.
     """
     terms = [task.compute(state) for task in tasks]
     jacobian = np.vstack([t.jacobian for t in terms])
     target = np.concatenate([t.desired_acceleration - t.drift for t in terms])
-    norms = np.sqrt(mobility(jacobian, state.inverse_mass_matrix))
+    mobilities = mobility(jacobian, state.inverse_mass_matrix)
     row_weights = np.concatenate([np.full(t.jacobian.shape[0], w) for t, w in zip(terms, weights)])
     groups = [g for t in tasks for g in t.row_groups()]
-    scale = np.sqrt(row_weights) / group_largest(norms, groups)
+    scale = np.sqrt(row_weights / group_mean(mobilities, groups))
     solution = np.linalg.lstsq(scale[:, None] * jacobian, scale * target, rcond=None)[0]
     residual = jacobian @ solution - target
     split = np.cumsum([t.jacobian.shape[0] for t in terms])[:-1]
@@ -248,11 +248,11 @@ def test_weights_within_a_level_match_an_independent_weighted_least_squares(seed
 # Level reports -------------------------------------------------------------------------------
 
 
-def group_largest(mobility: np.ndarray, groups) -> np.ndarray:
-    """Each row's group's largest mobility, `(m,)`."""
+def group_mean(mobility: np.ndarray, groups) -> np.ndarray:
+    """Each row's group's mean mobility, `(m,)`."""
     bounds = np.cumsum([0, *groups])
     return np.concatenate(
-        [np.full(b - a, mobility[a:b].max()) for a, b in zip(bounds[:-1], bounds[1:])]
+        [np.full(b - a, mobility[a:b].mean()) for a, b in zip(bounds[:-1], bounds[1:])]
     )
 
 
@@ -288,9 +288,9 @@ def mobility(rows: np.ndarray, inverse_inertia: np.ndarray) -> np.ndarray:
 
 
 def normalised(rows: np.ndarray, groups, inverse_inertia: np.ndarray) -> np.ndarray:
-    """Rows divided by √ of the largest mobility of their group."""
-    largest = group_largest(mobility(rows, inverse_inertia), groups)
-    return rows / np.sqrt(largest)[:, None]
+    """Rows divided by √ of the mean mobility of their group."""
+    mean = group_mean(mobility(rows, inverse_inertia), groups)
+    return rows / np.sqrt(mean)[:, None]
 
 
 def test_level_report_of_the_top_level_through_a_singularity():

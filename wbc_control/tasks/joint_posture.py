@@ -130,6 +130,17 @@ class JointPostureTask(Task):
         q_reference = self.robot.configuration(positions)
         self._reference = (q_reference, positions.copy(), velocities.copy(), accelerations.copy())
 
+    def row_groups(self) -> tuple[int, ...]:
+        """One group: the joints' rows share one normalisation, the residual stays Euclidean.
+
+        Each joint keeps its own gains and `max_error` (the gains' groups), but its row is not
+        scaled by its own mobility: that would weigh the posture's residual by a diagonal of
+        the task-space inertia, and a posture level the levels above leave rank-deficient would
+        then depart from Khatib's recursion, whose J̄ projects the posture's error onto what they
+        leave free in the Euclidean metric (docs/theory.md, "The equality case").
+        """
+        return (self.dim,)
+
     def target_configuration(self) -> np.ndarray:
         """The configuration q `(nq,)` of the target positions (a neutral base), a copy."""
         return self._reference[0].copy()

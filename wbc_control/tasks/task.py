@@ -158,8 +158,8 @@ class Task(ABC):
         """The sizes of the runs of rows that share a unit (one per frame task's part).
 
         The controller normalises a level's rows by one row norm per group
-        (`wbc_control.control.hierarchy.cascade`); they are the error's groups of the gains
-        (a pose's position and orientation, a posture's joints), else one group.
+        (`wbc_control.control.hierarchy.stack_problem`); they are the error's groups of the
+        gains (a pose's position and orientation), else one group.
         """
         groups = self._gains.groups
         return groups if sum(groups) == self.dim else (self.dim,)

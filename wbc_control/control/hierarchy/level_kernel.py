@@ -33,13 +33,17 @@ CLAMP_LIMIT = 3.0
 
 #: k (1/s²): the largest stiffness of a weak direction's push, s_max |c| / λ²_max (`_damping`),
 #: at rest. ω = √k = 100 rad/s keeps ω dt at 0.2 for a 500 Hz loop, and the reference's
-#: damping (`stack_problem.REFERENCE_DAMPING`, 100/s) gives it ζ = 0.5; a target out of reach
+#: damping (`REFERENCE_DAMPING`, 100/s) gives it ζ = 0.5; a target out of reach
 #: makes the plain band's stiffness 10 to 100 times this, which a rate-limited command cannot
 #: follow (a limit cycle through the singularity).
 WEAK_STIFFNESS = 1e4
 #: v₀ (rad/s): above this joint speed the weak directions' stiffness falls as 1 / ‖q̇‖
 #: (`weak_stiffness`).
 STIFFNESS_SPEED = 1.5
+#: K (1/s) of the damped reference q̈_posture − K v, the weak directions' target, at speed.
+REFERENCE_DAMPING = 100.0
+#: v_K (rad/s): below this joint speed K fades in proportion (`reference_damping`).
+DAMPING_SPEED = 0.3
 
 LEVEL_PROBLEM = types.Tuple((boolean, C_MATRIX, int64, int64, int64, float64, float64))
 
@@ -57,6 +61,22 @@ def weak_stiffness(squared_speed: float) -> float:
     if squared_speed > STIFFNESS_SPEED * STIFFNESS_SPEED:
         return WEAK_STIFFNESS * STIFFNESS_SPEED / math.sqrt(squared_speed)
     return WEAK_STIFFNESS
+
+
+def reference_damping(squared_speed: float) -> float:
+    """K of this tick: `REFERENCE_DAMPING` min(1, ‖q̇‖ / v_K), v_K = `DAMPING_SPEED`.
+
+    K brakes an arm that meets a singularity at speed (the damped reference that brings it to
+    rest at the edge of its workspace). Settling, it would hold a weak direction's motion at
+    q̈_posture − K v, an over-damped posture whose slow pole kp / (kd + K) let a Panda reaching
+    out of reach creep at 0.027 rad/s after 6 s (test_edges.py); faded, the weak direction
+    settles as the posture does, and its target meets what the posture asks of the directions
+    the level leaves free, so the two agree where a weak direction turns into a free one.
+    `squared_speed`: ‖q̇‖² over the actuated joints.
+    """
+    if squared_speed >= DAMPING_SPEED * DAMPING_SPEED:
+        return REFERENCE_DAMPING
+    return REFERENCE_DAMPING * math.sqrt(squared_speed) / DAMPING_SPEED
 
 
 @kernel()

@@ -17,7 +17,7 @@ from wbc_control.kernel_cache import kernel
 from wbc_control.kernel_types import C_MATRIX, C_VECTOR, FLAGS, INDEX, MATRIX, VECTOR
 from wbc_control.model.robot_state import RobotState
 
-#: A group whose largest mobility is at or below this fraction of the stack's largest has none.
+#: A group whose mean mobility is at or below this fraction of the largest row's has none.
 MOBILITY_FLOOR = 1e-12
 #: Where M is singular, the row scales read (M + δI)⁻¹ with δ this fraction of its largest
 #: diagonal entry (`mobility_inverse`).
@@ -42,9 +42,10 @@ def weighted_rows(
     """Rows = diag(√w E) J and targets = √w E T over the stacked rows, written in place.
 
     `mobility` (J M⁻¹ Jᵀ)ⱼⱼ per row, `group_starts` / `group_sizes` each unit group's rows
-    (consecutive, together every row), `roots` √w per row. Eⱼ = 1 / √(the largest mobility of
-    row j's group), 0 where that is at or below `MOBILITY_FLOOR` times the largest of all
-    (Khatib 1987's Λ⁻¹ diagonal as the unit of a group's errors; `StackProblem.row_scales`).
+    (consecutive, together every row), `roots` √w per row. Eⱼ = 1 / √(the mean mobility of
+    row j's group, tr Λ⁻¹ / m over its m rows: unchanged by a rotation of a frame's axes), 0
+    where that is at or below `MOBILITY_FLOOR` times the largest of all (Khatib 1987's Λ⁻¹ as
+    the unit of a group's errors; `StackProblem.levels`).
     """
     count = mobility.shape[0]
     if count == 0:
@@ -55,10 +56,10 @@ def weighted_rows(
     floor = MOBILITY_FLOOR * peak
     for group in range(group_starts.shape[0]):
         start, size = group_starts[group], group_sizes[group]
-        largest = mobility[start]
-        for j in range(start + 1, start + size):
-            largest = _nan_max(largest, mobility[j])
-        scale = 1.0 / np.sqrt(largest) if largest > floor else 0.0
+        mean = 0.0
+        for j in range(start, start + size):
+            mean += mobility[j] / size
+        scale = 1.0 / np.sqrt(mean) if mean > floor else 0.0
         for j in range(start, start + size):
             weight = roots[j] * scale
             for column in range(jacobian.shape[1]):

@@ -30,7 +30,7 @@ from wbc_control.control.hierarchy.cascade import (
     equality_freedom,
     solve_cascade,
 )
-from wbc_control.control.hierarchy.level_kernel import weak_stiffness
+from wbc_control.control.hierarchy.level_kernel import reference_damping, weak_stiffness
 from wbc_control.control.hierarchy.problem_kernel import (
     mobility_inverse,
     torque_and_joint_rows,
@@ -42,9 +42,6 @@ from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.numerics import einsum
 from wbc_control.tasks.task import as_slice
-
-#: K of the damped reference q̈_posture − K v (1/s), the regularisation's target.
-REFERENCE_DAMPING = 100.0
 
 
 class StackProblem:
@@ -125,9 +122,10 @@ class StackProblem:
         else:  # H₀ = M (`metric`), one force stage (`reweigh`): nothing to build or call
             metric, reweigh = state.mass_matrix, None
         hard, joint_rows = self.hard_constraints(state, constraint, bounds, window)
-        reference = self.reference(rows, state)
         speeds = state.v[self._actuated_v]
-        stiffness = weak_stiffness(speeds.dot(speeds))
+        squared_speed = speeds.dot(speeds)
+        reference = self.reference(rows, state, reference_damping(squared_speed))
+        stiffness = weak_stiffness(squared_speed)
         freedom = self._layout.freedom or equality_freedom(hard, self.robot.nv)
         warm = self.working_sets
         result = solve_cascade(
@@ -153,7 +151,7 @@ class StackProblem:
     def levels(self, state: RobotState, rows, target, weights) -> list[LevelRows]:
         """Each level's rows R = diag(√w E) J and target T = √w E (ẍ* − J̇v) at this tick.
 
-        E per stacked row: 1 / √(the largest mobility (J M⁻¹ Jᵀ)ⱼⱼ of its group). A group's
+        E per stacked row: 1 / √(the mean mobility (J M⁻¹ Jᵀ)ⱼⱼ of its group). A group's
         rows (`Task.row_groups`: one unit) measured by its inverse task-space mass (the
         diagonal of Khatib 1987's Λ⁻¹ = J M⁻¹ Jᵀ), so that errors of different units weigh as
         the effort they cost: a hand's metre as its few kilograms, its radian as its small
@@ -182,21 +180,21 @@ class StackProblem:
             levels.append(LevelRows(jacobian[level], target[level], rank))
         return WeightedRows(rows, jacobian, target, levels)
 
-    def reference(self, rows, state: RobotState) -> np.ndarray:
+    def reference(self, rows, state: RobotState, damping: float) -> np.ndarray:
         """q̈_ref = q̈_posture − K v: where a level can hardly move, the motion it is damped to.
 
         q̈_posture: the joint-posture tasks' desired accelerations (the lowest where several; 0
-        without one). K = `REFERENCE_DAMPING` makes a weak direction behave as a strongly damped
-        joint instead of one driven by the level with a gain of 1/σ, which is what brings an arm
-        to rest at the edge of its workspace (the regularisation of Chiaverini 1997 taken
-        towards this motion instead of towards 0).
+        without one). K = `damping` (`level_kernel.reference_damping`) makes a weak direction
+        behave as a strongly damped joint instead of one driven by the level with a gain of
+        1/σ, which is what brings an arm to rest at the edge of its workspace (the
+        regularisation of Chiaverini 1997 taken towards this motion instead of towards 0).
         """
-        reference, damping = self._reference, self._damping
+        reference = self._reference
         if self._reference_gaps:
             reference[:] = 0.0
         for posture in self._postures:
             reference[self._actuated_v] = rows.desired_acceleration[posture]
-        reference -= np.multiply(state.v, REFERENCE_DAMPING, out=damping)
+        reference -= np.multiply(state.v, damping, out=self._damping)
         return reference
 
     def metric(self, state: RobotState, row_shares: np.ndarray) -> np.ndarray:
