@@ -21,9 +21,12 @@ from wbc_control.control.contact.contacts import Contact
 from wbc_control.control.hierarchy import cascade, stack_problem, stage_qp
 from wbc_control.control.hierarchy.level_kernel import (
     CLAMP_LIMIT,
+    DAMPING_SPEED,
+    REFERENCE_DAMPING,
     STIFFNESS_SPEED,
     WEAK_STIFFNESS,
     level_problem,
+    reference_damping,
     weak_stiffness,
 )
 from wbc_control.control.hierarchy.stage_kernel import (
@@ -849,6 +852,40 @@ def test_the_weak_stiffness_falls_as_one_over_the_joint_speed_above_v0():
     for speed in (1.001 * STIFFNESS_SPEED, 2.0 * STIFFNESS_SPEED, 3.7 * STIFFNESS_SPEED):
         assert weak_stiffness(speed**2) == pytest.approx(WEAK_STIFFNESS * STIFFNESS_SPEED / speed)
         assert weak_stiffness(speed**2) * speed == pytest.approx(WEAK_STIFFNESS * STIFFNESS_SPEED)
+
+
+def test_the_reference_damping_fades_in_proportion_below_its_speed():
+    """K ‖q̇‖ / v_K below v_K (0 at rest), K at and above it, continuous across it."""
+    assert reference_damping(0.0) == 0.0
+    for share in (0.013, 0.5, 0.999):
+        speed = share * DAMPING_SPEED
+        assert reference_damping(speed**2) == pytest.approx(REFERENCE_DAMPING * share)
+    for share in (1.0, 1.001, 2.0, 40.0):
+        assert reference_damping((share * DAMPING_SPEED) ** 2) == REFERENCE_DAMPING
+    below = reference_damping((DAMPING_SPEED * (1.0 - 1e-9)) ** 2)
+    assert below == pytest.approx(REFERENCE_DAMPING, rel=1e-8)
+
+
+@pytest.mark.parametrize('speed', [0.02, 0.3, 1.7])
+def test_the_stack_damps_its_reference_by_the_actuated_joints_speed(speed, monkeypatch):
+    """q̈_ref = q̈_posture − K v, K faded by ‖q̇‖ over the actuated joints (0.12 rad/s: by 0.4)."""
+    talos, controller = talos_controller()
+    state = random_state(talos, 4, speed=speed)
+    references = []
+    solve = stack_problem.solve_cascade
+
+    def recorded(levels, hard, metric, reference, *rest):
+        references.append(reference.copy())
+        return solve(levels, hard, metric, reference, *rest)
+
+    monkeypatch.setattr(stack_problem, 'solve_cascade', recorded)
+    controller.compute(state)
+    joints = state.v[talos.indices.v]
+    damping = REFERENCE_DAMPING * min(1.0, np.linalg.norm(joints) / DAMPING_SPEED)
+    posture = controller.entries[-1].task.compute(state).desired_acceleration
+    expected = -damping * state.v
+    expected[talos.indices.v] += posture
+    np.testing.assert_allclose(references[0], expected, rtol=1e-12, atol=1e-12)
 
 
 def test_the_stack_takes_the_weak_stiffness_from_its_actuated_joints_speed(monkeypatch):
