@@ -272,12 +272,15 @@ def talos_lift() -> LeggedScenario:
                 },
                 # Level, with the posture, below the feet: at priority 1 it pitched the
                 # re-closed left sole and Talos slid; without it the pelvis pitched on one foot.
+                # Weight 0.1 beside the posture (one scale for its 32 joints, set by the light
+                # ones): at 1 it swung the right arm to its shoulder's effort limit for 0.4 s.
                 'pelvis_orientation': {
                     'type': 'frame_orientation',
                     'frame': 'base_link',
                     'priority': 2,
                     'kp': 40.0,
                     'target': [0.0, 0.0, 0.0, 1.0],
+                    'weight': 0.1,
                 },
             },
         },
