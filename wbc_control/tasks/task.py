@@ -157,7 +157,7 @@ class Task(ABC):
     def row_groups(self) -> tuple[int, ...]:
         """The sizes of the runs of rows that share a unit (one per frame task's part).
 
-        The controller normalises a level's rows by one row norm per group
+        The controller scales each group's rows by one factor, 1/√ of their mean mobility
         (`wbc_control.control.hierarchy.stack_problem`); they are the error's groups of the
         gains (a pose's position and orientation), else one group.
         """
