@@ -88,9 +88,11 @@ def oracle_levels(state: RobotState, entries, contacts) -> list[OracleLevel]:
     """The contacts (A q̈ = −Ȧq̇ − K A q̇) as the first level, then the task levels, unit weights.
 
     K A q̇: the contact velocity's damping (Baumgarte 1972, `contacts.contact_acceleration`).
-    Each task's rows are one group, not the product's `row_groups`: the recursion as the
-    papers write it, Euclidean within a task (a frame task's levels here have full rank, where
-    the scale of its parts changes nothing; a posture below one is rank-deficient, where it would).
+    A posture's rows are one group, whatever the product's `row_groups` says: the recursion as
+    the papers write it, Euclidean within the posture, which the levels above leave
+    rank-deficient. A frame task's parts keep the product's unit groups: at full rank their
+    scale changes nothing, and near a singularity it decides, as in the product, which
+    directions the pseudo-inverse counts as lost.
     """
     levels = []
     if contacts:
@@ -102,7 +104,11 @@ def oracle_levels(state: RobotState, entries, contacts) -> list[OracleLevel]:
         terms = [task.compute(state) for task in tasks]
         jacobian = np.vstack([term.jacobian for term in terms])
         target = np.concatenate([term.desired_acceleration - term.drift for term in terms])
-        groups = tuple(task.dim for task in tasks)
+        groups = tuple(
+            group
+            for task in tasks
+            for group in ((task.dim,) if isinstance(task, JointPostureTask) else task.row_groups())
+        )
         levels.append(OracleLevel(jacobian, target, np.ones(len(target)), groups))
     return levels
 
