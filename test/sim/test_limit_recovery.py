@@ -88,6 +88,7 @@ class Recovery(NamedTuple):
     braking: np.ndarray  # (n_act,) `braking_distance` at the restart
     velocity: np.ndarray  # (n_act,) at the restart
     first_command: np.ndarray  # (n_act,) the restarted controller's first torque
+    effort_limits: np.ndarray  # (n_act,)
 
 
 def braking_distance(sim: MujocoSimulation) -> np.ndarray:
@@ -128,16 +129,18 @@ def restart_run(seed: int, down_s: float) -> Recovery:
     loop = make_loop(sim, parameters)
     state, frame = RobotState(sim.robot), sim.robot.frame_id('panda_hand')
     posture = np.array(parameters['tasks']['posture']['target'][:ARM_JOINTS])
-    errors, beyond, posture_errors, commands = [], [], [], []
+    errors, beyond, posture_errors = [], [], []
+    first_command = None
     for _ in range(round(RECOVERY_S / CONTROL_PERIOD_S)):
-        commands.append(tick(sim, loop, clock))
+        command = tick(sim, loop, clock)
+        first_command = command if first_command is None else first_command
         state.update(sim.robot.configuration(sim.joint_positions()), np.zeros(sim.robot.nv))
         errors.append(np.linalg.norm(state.frame_placement(frame).translation - HAND_TARGET))
         beyond.append(beyond_limits(sim))
         posture_errors.append(np.abs(sim.joint_positions()[:ARM_JOINTS] - posture).max())
     return Recovery(
         np.array(errors), beyond_at_restart, np.array(beyond), np.array(posture_errors),
-        braking, velocity, commands[0],
+        braking, velocity, first_command, sim.robot.effort_limits,
     )  # fmt: skip
 
 
@@ -171,7 +174,7 @@ def test_a_restarted_controller_brings_the_fallen_arm_back_within_5_s(run):
     spinning = recovery.braking > 0.05
     if spinning.any():
         opposing = -np.sign(recovery.velocity[spinning]) * recovery.first_command[spinning]
-        effort = make_simulation('panda').robot.effort_limits[spinning]
+        effort = recovery.effort_limits[spinning]
         assert (opposing >= 0.9 * effort).all(), f'braked with {opposing} N m of {effort}'
     inside = round(0.2 / CONTROL_PERIOD_S)
     # The fingers are not in the shipped command_joints: passive, they rest on MuJoCo's soft
