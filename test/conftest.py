@@ -48,6 +48,17 @@ except ImportError:  # mujoco, an optional dependency, is not installed
 else:
     route_warnings(logging.getLogger('mujoco').warning)
 
+# Property tests draw the same examples on every run (a profile per test name), so that a red CI
+# is a change's and never a draw's; HYPOTHESIS_PROFILE=explore draws afresh (docs/testing.md).
+try:
+    from hypothesis import settings
+except ImportError:  # a stock install's packaging test runs without it
+    pass
+else:
+    settings.register_profile('repeatable', derandomize=True)
+    settings.register_profile('explore', derandomize=False)
+    settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'repeatable'))
+
 # Tests whose optional dependencies are missing are skipped with the reason.
 from optional_dependencies import (  # noqa: E402, F401
     pytest_pycollect_makemodule,
