@@ -154,6 +154,14 @@ def test_tasks_that_clip_their_error_are_named_and_warned():
     assert clipping_tasks(controller, statistics) == []
 
 
+def test_a_warning_while_homing_still_names_the_homing():
+    _, statistics = ticked_panda_hand(type='frame_position', target=[5.0, 0.0, 0.5], max_error=0.1)
+    homing = tasks_check(statistics, ['hand'], homing=True)
+    assert homing.severity is Severity.WARN
+    assert homing.summary.startswith('error clipped to max_error: hand; homing: the other tasks')
+    assert 'homing' not in tasks_check(statistics, ['hand']).summary
+
+
 def test_a_target_out_of_reach_is_named_with_the_distance_and_warned():
     """The Panda's hand can be 0.986 m from joint 1 at most (wbc_control.model.reach)."""
     controller, statistics = ticked_panda_hand(

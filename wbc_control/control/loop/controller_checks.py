@@ -176,11 +176,11 @@ def tasks_check(
         problems.append(f'error clipped to max_error: {", ".join(clipping)}')
     if out_of_reach:
         problems.append(f'target out of reach: {"; ".join(out_of_reach.values())}')
-    if problems:
-        return Check(Severity.WARN, '; '.join(problems), values)
+    waiting = '; homing: the other tasks wait for the posture' if homing else ''
+    if problems:  # homing still named: a held-off task's level may be the singular one
+        return Check(Severity.WARN, '; '.join(problems) + waiting, values)
     summary = f'{len(result.tasks)} task(s) on {len(result.levels)} level(s), well conditioned'
-    if homing:
-        summary += '; homing: the other tasks wait for the posture'
+    summary += waiting
     if result.transition.switching:
         summary += f'; switching {result.transition.switching}'
     return Check(Severity.OK, summary, values)
