@@ -50,7 +50,6 @@ def panda_parameters(target, rate_limit: float) -> dict:
     hand = parameters['tasks']['hand']
     hand['target'] = [*target, 1.0, 0.0, 0.0, 0.0]
     hand.pop('max_error', None)
-    parameters.pop('singular_value_threshold', None)
     parameters['torque_rate_limit'] = rate_limit
     return parameters
 
