@@ -81,18 +81,26 @@ def body_frames(robot: RobotModel) -> list:
     return [frame for frame in robot.model.frames if frame.type == pin.FrameType.BODY]
 
 
-def beyond_reach(robot: RobotModel, positions: np.ndarray, distance: float = 1.2):
+def beyond_reach(
+    robot: RobotModel,
+    positions: np.ndarray,
+    distance: float = 1.2,
+    direction: np.ndarray | None = None,
+):
     """(frame id, placement, target): the last body frame's target `distance` m farther out.
 
     Farther out horizontally, from the base's vertical axis, than where the frame is at the
-    joint `positions` of a fixed-base arm: a target out of reach. The placement is a copy.
+    joint `positions` of a fixed-base arm: a target out of reach; or `distance` m along
+    `direction` (world axes, any length). The placement is a copy.
     """
     tip = robot.frame_id(body_frames(robot)[-1].name)
     state = RobotState(robot)
     state.update(robot.configuration(positions), np.zeros(robot.nv))
     placement = state.frame_placement(tip).copy()
-    outwards = np.array([placement.translation[0], placement.translation[1], 0.0])
-    return tip, placement, placement.translation + distance * outwards / np.linalg.norm(outwards)
+    if direction is None:
+        direction = np.array([placement.translation[0], placement.translation[1], 0.0])
+    way = np.asarray(direction, dtype=float)
+    return tip, placement, placement.translation + distance * way / np.linalg.norm(way)
 
 
 def tilt_deg(qx: float, qy: float) -> float:

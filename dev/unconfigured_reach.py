@@ -1,0 +1,98 @@
+"""An arm we ship no config for reaching 1.2 m beyond its last frame, closed loop: rest and steps.
+
+The run of `test/sim/test_unconfigured_robots.py` (`test/unconfigured_runs.py`'s `reach`: an
+example-robot-data arm, default settings, the last body frame's target 1.2 m away over a
+joint posture, 6 s on MuJoCo in lock-step), in any of the named directions and with controller
+parameters set besides (`--set name=value`, a YAML value). Prints, per run, the largest joint
+speed over the last second (at rest: below 0.02 rad/s) and the command steps above 5 % of the
+largest effort limit after the first 0.5 s, with when and on which joint:
+
+    OPENBLAS_NUM_THREADS=1 python dev/unconfigured_reach.py --directions out back
+    OPENBLAS_NUM_THREADS=1 python dev/unconfigured_reach.py --set singular_value_threshold=0.08
+"""
+
+import argparse
+from pathlib import Path
+import sys
+
+import numpy as np
+import yaml
+
+TESTS = Path(__file__).resolve().parents[1] / 'test'
+sys.path[:0] = [str(TESTS)]
+import unconfigured_runs as runs  # noqa: E402  (the tests' closed-loop run, not installed)
+
+from wbc_control.config.schema import load_schema  # noqa: E402
+from wbc_control.exceptions import InvalidValue  # noqa: E402
+
+#: The ways to the target from the frame, in world axes; 'out': horizontally away from the base.
+DIRECTIONS = {
+    'out': None,
+    'up': (0.0, 0.0, 1.0),
+    'down': (0.0, 0.0, -1.0),
+    'front': (1.0, 0.0, 0.0),
+    'back': (-1.0, 0.0, 0.0),
+    'left': (0.0, 1.0, 0.0),
+    'right': (0.0, -1.0, 0.0),
+    'diagonal': (1.0, 1.0, 1.0),
+}
+
+
+def setting(text: str) -> tuple[str, object]:
+    """`name=value` as (name, value), the value read as YAML (a number, a list, ...)."""
+    name, separator, value = text.partition('=')
+    if not separator or not name:
+        raise argparse.ArgumentTypeError(f'expected name=value, got {text!r}')
+    return name, yaml.safe_load(value)
+
+
+def describe(arm: str, direction: str, rate_limit: float, outcome, limits) -> str:
+    """One line: the speed over the last second and the late command steps."""
+    last_second = round(1.0 / runs.CONTROL_PERIOD_S)
+    speed = max(outcome.speeds[-last_second:])
+    late = runs.late_steps(outcome.commands)
+    steps = np.flatnonzero(late > runs.STEP_SHARE * limits.max())
+    first = round(0.5 / runs.CONTROL_PERIOD_S)
+    joints = np.abs(np.diff(outcome.commands, axis=0))[first + steps].argmax(axis=1)
+    where = ', '.join(
+        f'{(first + 1 + tick) * runs.CONTROL_PERIOD_S:.3f} s joint {joint + 1}'
+        for tick, joint in zip(steps[:6], joints[:6], strict=True)
+    )
+    line = (
+        f'{arm} {direction} rate limit {rate_limit:g}: speed {speed:.4f} rad/s over the last '
+        f'second, {steps.size} steps (largest {late.max():.2f} N m)'
+    )
+    return f'{line}: {where}' if where else line
+
+
+def main() -> None:
+    """Run each direction and print what it did."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--arm', choices=sorted(runs.ARMS), default='xarm7')
+    parser.add_argument('--directions', nargs='+', choices=list(DIRECTIONS), default=['out'])
+    parser.add_argument('--rate-limit', type=float, default=0.0, help='torque_rate_limit, N m/s')
+    tasks = ('frame_position', 'frame_pose')
+    parser.add_argument('--task', choices=tasks, default=tasks[0])
+    parser.add_argument('--set', type=setting, action='append', default=[], metavar='NAME=VALUE')
+    parser.add_argument('--seconds', type=float, default=runs.REACH_TICKS * runs.CONTROL_PERIOD_S)
+    arguments = parser.parse_args()
+    schema = load_schema('wbc_controller')
+    for name, value in arguments.set:
+        try:
+            schema.check(name, value)
+        except InvalidValue as refused:
+            parser.error(str(refused))
+    ticks = round(arguments.seconds / runs.CONTROL_PERIOD_S)
+    for direction in arguments.directions:
+        robot, simulation, positions = runs.build(runs.ARMS[arguments.arm], floating_base=False)
+        way = DIRECTIONS[direction]
+        outcome = runs.reach(
+            robot, simulation, positions, arguments.rate_limit, arguments.task,
+            None if way is None else np.array(way), dict(arguments.set), ticks,
+        )  # fmt: skip
+        limits = robot.effort_limits
+        print(describe(arguments.arm, direction, arguments.rate_limit, outcome, limits))
+
+
+if __name__ == '__main__':
+    main()
