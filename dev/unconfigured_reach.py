@@ -20,7 +20,8 @@ import yaml
 
 TESTS = Path(__file__).resolve().parents[1] / 'test'
 sys.path[:0] = [str(TESTS)]
-import unconfigured_runs as runs  # noqa: E402  (the tests' closed-loop run, not installed)
+import edge_runs as rule  # noqa: E402  (the tests' rule and run, not installed)
+import unconfigured_runs as runs  # noqa: E402
 
 from wbc_control.config.schema import load_schema  # noqa: E402
 from wbc_control.exceptions import InvalidValue  # noqa: E402
@@ -48,14 +49,14 @@ def setting(text: str) -> tuple[str, object]:
 
 def describe(arm: str, direction: str, rate_limit: float, outcome, limits) -> str:
     """One line: the speed over the last second and the late command steps."""
-    last_second = round(1.0 / runs.CONTROL_PERIOD_S)
-    speed = max(outcome.speeds[-last_second:])
-    late = runs.late_steps(outcome.commands)
-    steps = np.flatnonzero(late > runs.STEP_SHARE * limits.max())
-    first = round(0.5 / runs.CONTROL_PERIOD_S)
-    joints = np.abs(np.diff(outcome.commands, axis=0))[first + steps].argmax(axis=1)
+    period = rule.CONTROL_PERIOD_S
+    speed = max(outcome.speeds[-round(1.0 / period) :])
+    each = runs.late_steps(outcome.commands)
+    late = each.max(axis=1)
+    steps = np.flatnonzero(late > rule.CHATTER_SHARE * limits.max())
+    joints = each[steps].argmax(axis=1)
     where = ', '.join(
-        f'{(first + 1 + tick) * runs.CONTROL_PERIOD_S:.3f} s joint {joint + 1}'
+        f'{(runs.LATE_START + 1 + tick) * period:.3f} s joint {joint + 1}'
         for tick, joint in zip(steps[:6], joints[:6], strict=True)
     )
     line = (
@@ -74,7 +75,7 @@ def main() -> None:
     tasks = ('frame_position', 'frame_pose')
     parser.add_argument('--task', choices=tasks, default=tasks[0])
     parser.add_argument('--set', type=setting, action='append', default=[], metavar='NAME=VALUE')
-    parser.add_argument('--seconds', type=float, default=runs.REACH_TICKS * runs.CONTROL_PERIOD_S)
+    parser.add_argument('--seconds', type=float, default=rule.SECONDS)
     arguments = parser.parse_args()
     schema = load_schema('wbc_controller')
     for name, value in arguments.set:
@@ -82,7 +83,7 @@ def main() -> None:
             schema.check(name, value)
         except InvalidValue as refused:
             parser.error(str(refused))
-    ticks = round(arguments.seconds / runs.CONTROL_PERIOD_S)
+    ticks = round(arguments.seconds / rule.CONTROL_PERIOD_S)
     for direction in arguments.directions:
         robot, simulation, positions = runs.build(runs.ARMS[arguments.arm], floating_base=False)
         way = DIRECTIONS[direction]

@@ -13,6 +13,7 @@ from wbc_control.config.assembly import build_loop
 from wbc_control.config.settings import parse_contacts, parse_controller_settings
 from wbc_control.control.constraints.joint_limits import JointLimits
 from wbc_control.control.contact.contacts import Contact
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.control.prioritized_controller import PrioritizedController, TaskEntry
 from wbc_control.exceptions import ModelError
 from wbc_control.model.example_robots import NOT_FOUND, example_robot_urdf
@@ -173,12 +174,17 @@ def shipped_controller(name: str) -> PrioritizedController:
 
 def core_controller(model: RobotModel, parameters: dict) -> PrioritizedController:
     """The controller `wbc_controller` builds from `parameters` (its loop's, unspun)."""
+    return core_loop(model, parameters).controller
+
+
+def core_loop(model: RobotModel, parameters: dict) -> ControllerLoop:
+    """The loop `wbc_controller` builds from `parameters`."""
     settings = parse_controller_settings(model, parameters)
     specs = parse_tasks(model, parameters['task_names'], parameters['tasks'])
     contacts = parse_contacts(
         model, parameters.get('contacts', []), parameters.get('contact_types', [])
     )
-    return build_loop(model, settings, build_entries(model, specs), contacts, 1.0).controller
+    return build_loop(model, settings, build_entries(model, specs), contacts, 1.0)
 
 
 def talos_sole_controller(

@@ -9,32 +9,25 @@ control period (2 ms, two physics steps, as the shipped sim configs). Used by
 
 from typing import NamedTuple
 
+from edge_runs import CONTROL_PERIOD_S, SECONDS, STEPS
 import numpy as np
 import pinocchio as pin
-from robots import beyond_reach
+from robots import beyond_reach, core_loop
 from sim_support import simulation_of
 
-from wbc_control.config import (
-    build_entries,
-    parse_contacts,
-    parse_controller_settings,
-    parse_tasks,
-)
-from wbc_control.config.assembly import build_loop
 from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 from wbc_control.sim.simulation import MujocoSimulation
 
-#: Simulated time per command and physics steps per command, as the shipped sim configs.
-CONTROL_PERIOD_S = 0.002
-STEPS = 2
+#: Commands of a run other than the out-of-reach ones (2 s).
 TICKS = 1000
-#: The out-of-reach runs: 6 s; at rest: every joint below 0.02 rad/s over the last second; no
-#: command step above 5 % of the largest effort limit after the first 0.5 s (test_edges.py's
-#: rule); with the Panda's shipped `torque_rate_limit` or without one.
-REACH_TICKS, REST_SPEED, RATE_LIMIT, STEP_SHARE = 3000, 0.02, 1000.0, 0.05
+#: The out-of-reach runs take `edge_runs`' rule (test_edges.py's, its `REST_SPEED`,
+#: `CHATTER_SHARE` and `RATE_LIMIT`) and its 6 s, control period and physics steps.
+REACH_TICKS = round(SECONDS / CONTROL_PERIOD_S)
+#: The first command step the rule counts: the one after 0.5 s.
+LATE_START = round(0.5 / CONTROL_PERIOD_S)
 
 
 class Robot(NamedTuple):
@@ -85,15 +78,6 @@ def build(
     if floating_base:
         simulation.place_on_ground(clearance_m)
     return robot, simulation, positions
-
-
-def loop_of(robot: RobotModel, parameters: dict) -> ControllerLoop:
-    settings = parse_controller_settings(robot, parameters)
-    specs = parse_tasks(robot, parameters['task_names'], parameters['tasks'])
-    contacts = parse_contacts(
-        robot, parameters.get('contacts', []), parameters.get('contact_types', [])
-    )
-    return build_loop(robot, settings, build_entries(robot, specs), contacts, 1.0)
 
 
 def run(
@@ -162,7 +146,7 @@ def reach(
         q = simulation.joint_positions()
         beyond.append(float(np.nanmax(np.maximum(lower - q, q - upper))))
 
-    commands = run(simulation, loop_of(robot, parameters), ticks, record)
+    commands = run(simulation, core_loop(robot, parameters), ticks, record)
     state = RobotState(robot)
     state.update(robot.configuration(simulation.joint_positions()), np.zeros(robot.nv))
     reached = float(np.linalg.norm(state.frame_placement(tip).translation - target))
@@ -170,5 +154,5 @@ def reach(
 
 
 def late_steps(commands: np.ndarray) -> np.ndarray:
-    """Per tick after the first 0.5 s, the largest command step over the joints (N m)."""
-    return np.abs(np.diff(commands, axis=0))[round(0.5 / CONTROL_PERIOD_S) :].max(axis=1)
+    """Each joint's command step (N m) at each tick from `LATE_START` on, `(ticks, n_act)`."""
+    return np.abs(np.diff(commands, axis=0))[LATE_START:]

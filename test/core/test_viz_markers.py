@@ -9,11 +9,8 @@ import numpy as np
 import numpy.testing as npt
 import pinocchio as pin
 import pytest
-from robots import robot, shipped_parameters
+from robots import core_loop, robot, shipped_parameters
 
-from wbc_control.config import build_entries, parse_tasks
-from wbc_control.config.assembly import build_loop
-from wbc_control.config.settings import parse_contacts, parse_controller_settings
 from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.viz.markers import (
@@ -56,19 +53,9 @@ PANDA_TASKS = {
 }  # fmt: skip
 
 
-def loop_for(model: RobotModel, parameters: dict) -> ControllerLoop:
-    """The loop `wbc_controller` builds from `parameters`."""
-    settings = parse_controller_settings(model, parameters)
-    specs = parse_tasks(model, parameters['task_names'], parameters['tasks'])
-    contacts = parse_contacts(
-        model, parameters.get('contacts', []), parameters.get('contact_types', [])
-    )
-    return build_loop(model, settings, build_entries(model, specs), contacts, 1.0)
-
-
 def panda_loop(**settings) -> ControllerLoop:
     parameters = {'task_names': list(PANDA_TASKS), 'tasks': PANDA_TASKS, **settings}
-    return loop_for(robot('panda'), parameters)
+    return core_loop(robot('panda'), parameters)
 
 
 def placement(model: RobotModel, q: np.ndarray, frame: str) -> pin.SE3:
@@ -158,7 +145,7 @@ def test_nothing_is_drawn_before_a_tick():
 def test_contact_arrows_carry_the_robot_and_the_support_polygon_lies_under_the_feet(name):
     model = robot(name)
     parameters = shipped_parameters(f'{name}_controller')
-    loop = loop_for(model, parameters)
+    loop = core_loop(model, parameters)
     rng = np.random.default_rng(7)
     joints = rng.uniform(-0.05, 0.05, model.n_actuated)
     base_pose = [0.02, -0.03, 0.8, 0.0, 0.0, 0.0, 1.0]
@@ -237,9 +224,9 @@ def test_a_level_that_gives_way_to_the_torque_limits_is_marked_and_one_that_does
     }
     tasks = {'hand': hand, 'posture': PANDA_TASKS['posture']}
     parameters = {'task_names': ['hand', 'posture'], 'tasks': tasks, 'soft_start_time': 0.0}
-    free = loop_for(robot('panda'), parameters)
+    free = core_loop(robot('panda'), parameters)
     free.tick(READY, np.zeros(9), None, None, 1.0)
-    limited = loop_for(robot('panda'), {**parameters, 'effort_limits': [4.0] * 9})
+    limited = core_loop(robot('panda'), {**parameters, 'effort_limits': [4.0] * 9})
     limited.tick(READY, np.zeros(9), None, None, 1.0)
 
     free_level, posture_level = snapshot(free).levels

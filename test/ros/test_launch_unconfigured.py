@@ -29,6 +29,7 @@ ROS.
 from pathlib import Path
 from typing import NamedTuple
 
+from edge_runs import CHATTER_SHARE, REST_SPEED
 from launch_support import LaunchRun, launch_command, launch_sources
 from nav_msgs.msg import Odometry
 import numpy as np
@@ -56,9 +57,9 @@ class Run(NamedTuple):
     odometry: list
 
 
-#: Simulated time of a run (s), the control period (s), the start of the chatter rule (s).
+#: Simulated time of a run (s), the control period (s), the start of the chatter rule (s); at
+#: rest and without chatter by `edge_runs`' rule (`REST_SPEED`, `CHATTER_SHARE`).
 RUN_S, PERIOD_S, SETTLING_S = 6.0, 0.002, 0.5
-REST_SPEED, STEP_SHARE = 0.02, 0.05
 #: Wall-clock bound of a run: start-up under load and a simulation slower than real time.
 RUN_WAIT_S = 300.0
 ARMS = {
@@ -164,7 +165,7 @@ def test_an_arm_without_a_config_reaching_beyond_its_reach_comes_to_rest(
     assert max(speeds) < REST_SPEED
     assert ((positions >= lower) & (positions <= upper)).all()
     assert reached < 1.2
-    assert step <= STEP_SHARE * robot.effort_limits.max()
+    assert step <= CHATTER_SHARE * robot.effort_limits.max()
 
 
 #: The user's G1 file: COM and posture without targets (held where they start), pelvis upright.
