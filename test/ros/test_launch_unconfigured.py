@@ -40,6 +40,7 @@ from robots import G1_SOLES, G1_STANDING, G1_URDF, beyond_reach, tilt_deg
 from ros_support import RosProbe, stamp_s
 from sensor_msgs.msg import JointState
 from sim_support import simulation_of
+from unconfigured_runs import ARMS
 import yaml
 
 from wbc_control.model.example_robots import robots_directory
@@ -62,15 +63,8 @@ class Run(NamedTuple):
 RUN_S, PERIOD_S, SETTLING_S = 6.0, 0.002, 0.5
 #: Wall-clock bound of a run: start-up under load and a simulation slower than real time.
 RUN_WAIT_S = 300.0
-ARMS = {
-    'ur10': 'ur_description/urdf/ur10_robot.urdf',
-    'xarm7': 'xarm_description/urdf/xarm7.urdf',
-}
-#: What these runs still miss (measured; docs/safety.md). Strict: a fix makes them pass.
-MISSES = {
-    'xarm7': 'chatter: steps above 2.5 N m, the largest 11.7 N m, as through the loop alone '
-    '(test_unconfigured_robots.py)',
-}
+#: The arms of `unconfigured_runs.ARMS` run through the launch file.
+LAUNCHED_ARMS = ('ur10', 'xarm7')
 
 
 def parameters_file(path: Path, parameters: dict) -> str:
@@ -136,20 +130,12 @@ def largest_step(states: list, after_s: float, seconds: float) -> float:
     return float(steps.max())
 
 
-@pytest.mark.parametrize(
-    'name',
-    [
-        pytest.param(name, marks=[pytest.mark.xfail(reason=MISSES[name], strict=True)])
-        if name in MISSES
-        else name
-        for name in ARMS
-    ],
-)
+@pytest.mark.parametrize('name', LAUNCHED_ARMS)
 @pytest.mark.parametrize('distro', SOURCES[-1:])
 def test_an_arm_without_a_config_reaching_beyond_its_reach_comes_to_rest(
     distro, name, real_prefix, tmp_path
 ):
-    urdf = robots_directory() / ARMS[name]
+    urdf = robots_directory() / ARMS[name].urdf
     robot = RobotModel.from_urdf_path(str(urdf), False)
     tip, target, arguments = arm_files(robot, tmp_path)
     states = run_sim(distro, real_prefix, urdf, arguments, RUN_S).states

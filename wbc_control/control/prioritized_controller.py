@@ -4,8 +4,8 @@ The law is a hierarchical least-squares problem on x = (q̈, f) (joint accelerat
 floating base, contact forces): hard constraints (rigid contacts, the base rows of the
 dynamics, the command's torque range, joint-limit bounds, friction pyramids), then each
 priority level's task-acceleration residual, then the least kinetic energy; near a singularity
-a level is regularised towards the motion of the levels below
-(`wbc_control.control.hierarchy.cascade`;
+a level is regularised towards the motion of the levels below, in a band of its singular values
+that widens while the joints move fast (`wbc_control.control.hierarchy.cascade`, `moving_band`;
 Kanoun, Lamiraux & Wieber 2011; Escande, Mansard & Wieber 2014). Where no inequality binds and
 no level is weak, its solution is the recursion of Khatib (1987) and Sentis & Khatib (2005)
 with the dynamically consistent inverse J̄ (Khatib 1987, eq 30)::
@@ -43,6 +43,7 @@ from wbc_control.control.contact.contacts import (
     base_contact_forces,
     contact_jacobian,
 )
+from wbc_control.control.hierarchy.moving_band import MovingBand
 from wbc_control.control.hierarchy.stack_problem import StackProblem
 from wbc_control.control.results import ContactReports, ControllerResult, LazyReports, level_health
 from wbc_control.control.switching.contact_transitions import (
@@ -141,6 +142,7 @@ class PrioritizedController:
         self._actuated = as_slice(robot.indices.v)
         self._per_stack: dict = {}
         self._held: np.ndarray | None = None  # the tick's joints held at their limits
+        self._band = MovingBand()  # ε widened at speed (`moving_band`)
         self._use(self.stacks.current, {})
 
     def task(self, name: str) -> Task:
@@ -259,12 +261,14 @@ class PrioritizedController:
             task_ramp: α in [0, 1] scaling every task's ẍ* (a soft start).
         """
         window = self.limiter.bounds if torque_window is None else torque_window
+        speeds = state.v[self._actuated]
+        band = self._band.update(self.singular_value_threshold, speeds.dot(speeds), now_s)
         switching = self.stacks.switching
         parts = switching.plan(now_s)
         if len(parts) == 1 and parts[0].key == self._key:
-            result = self._solve(state, window, task_ramp)
+            result = self._solve(state, window, task_ramp, band)
         else:
-            results = [self._solve_part(state, part, window, task_ramp) for part in parts]
+            results = [self._solve_part(state, part, window, task_ramp, band) for part in parts]
             self._use(self.stacks.current, {})
             shares = [part.share for part in parts]
             contacts, mu = self.stacks.known_contacts, self.friction_coefficient
@@ -281,13 +285,13 @@ class PrioritizedController:
         )  # fmt: skip
 
     def _solve_part(
-        self, state: RobotState, part: BlendPart, window, task_ramp: float
+        self, state: RobotState, part: BlendPart, window, task_ramp: float, band: float
     ) -> ControllerResult:
         self._use(self.stacks.stack(part.key), part.load_shares)
-        return self._solve(state, window, task_ramp)
+        return self._solve(state, window, task_ramp, band)
 
-    def _solve(self, state: RobotState, window, task_ramp: float) -> ControllerResult:
-        """The stack in force solved; its torque not yet limited (`torque` = unlimited)."""
+    def _solve(self, state: RobotState, window, task_ramp: float, band: float) -> ControllerResult:
+        """The stack in force solved with the damping band `band`; its torque not yet limited."""
         problem = self._problem
         constraint = None
         if self.contacts:
@@ -305,7 +309,7 @@ class PrioritizedController:
         bounds = None if self.joint_limits is None else self.joint_limits.bounds(state)
         result = problem.solve(
             state, rows, target, constraint, bounds, window, self._sqrt_weights,
-            self._row_shares, self.singular_value_threshold,
+            self._row_shares, band,
         )  # fmt: skip
         if result.solution is None:
             raise SingularConstraint(
