@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from robots import core_loop
 from sim_support import make_simulation
 import yaml
 
-from wbc_control.config import build_entries, parse_controller_settings, parse_tasks
-from wbc_control.config.assembly import build_loop
+from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.model.robot_state import RobotState
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,13 +71,34 @@ def ur5_parameters(target, rate_limit: float) -> dict:
     }
 
 
+def lockstep(simulation, loop: ControllerLoop, ticks: int, after=None) -> np.ndarray:
+    """`ticks` commands computed, sent and each applied for one control period; `(ticks, n_act)`.
+
+    `after`: called after each simulated period (to record the simulation's state).
+    """
+    floating, now_s, commands = simulation.base is not None, 0.0, []
+    for _ in range(ticks):
+        pose = simulation.base_pose() if floating else None
+        twist = simulation.base_twist() if floating else None
+        positions, velocities = simulation.joint_positions(), simulation.joint_velocities()
+        outcome = loop.tick(positions, velocities, pose, twist, now_s, now_s)
+        assert not outcome.error and outcome.bug is None, outcome.error
+        loop.sent(now_s)
+        simulation.apply_torque(outcome.torque)
+        simulation.step(STEPS)
+        now_s += CONTROL_PERIOD_S
+        commands.append(outcome.torque.copy())
+        if after is not None:
+            after()
+    return np.array(commands)
+
+
 def run(name: str, parameters: dict, start: np.ndarray, frame: str, target) -> Run:
+    """`SECONDS` of the shipped robot `name` from `start`, `frame` towards `target`: the rule."""
     sim = make_simulation(name)
     sim.reset(start)
     robot = sim.robot
-    settings = parse_controller_settings(robot, parameters)
-    specs = parse_tasks(robot, parameters['task_names'], parameters['tasks'])
-    loop = build_loop(robot, settings, build_entries(robot, specs), (), 1.0)
+    loop = core_loop(robot, parameters)
     limits = loop.output.limiter.effort_limits
     lower, upper = robot.position_limits
     state, frame_id = RobotState(robot), robot.frame_id(frame)
@@ -87,31 +108,21 @@ def run(name: str, parameters: dict, start: np.ndarray, frame: str, target) -> R
         state.update(robot.configuration(sim.joint_positions()), np.zeros(robot.nv))
         return float(np.linalg.norm(state.frame_placement(frame_id).translation - target))
 
-    start_distance = distance()
-    now_s, previous, steps, speeds, beyond, peak = 0.0, None, [], [], -np.inf, 0.0
-    for _ in range(round(SECONDS / CONTROL_PERIOD_S)):
-        outcome = loop.tick(
-            sim.joint_positions(), sim.joint_velocities(), None, None, now_s, now_s
-        )
-        assert not outcome.error, outcome.error
-        loop.sent(now_s)
-        sim.apply_torque(outcome.torque)
-        sim.step(STEPS)
-        now_s += CONTROL_PERIOD_S
-        if previous is not None:
-            steps.append(float(np.abs(outcome.torque - previous).max()))
-        previous = outcome.torque.copy()
+    start_distance, speeds, beyond = distance(), [], [-np.inf]
+
+    def record() -> None:
         speeds.append(float(np.abs(sim.joint_velocities()).max()))
         positions = sim.joint_positions()
-        beyond = max(beyond, float(np.maximum(lower - positions, positions - upper).max()))
-        peak = max(peak, float((np.abs(outcome.torque) / limits).max()))
-    late = np.array(steps[round(0.5 / CONTROL_PERIOD_S) :])
+        beyond.append(float(np.maximum(lower - positions, positions - upper).max()))
+
+    commands = lockstep(sim, loop, round(SECONDS / CONTROL_PERIOD_S), record)
+    late = np.abs(np.diff(commands, axis=0)).max(axis=1)[round(0.5 / CONTROL_PERIOD_S) :]
     return Run(
         max(speeds[-round(1.0 / CONTROL_PERIOD_S) :]),
         int((late > CHATTER_SHARE * limits.max()).sum()),
         float(late.max()),
-        beyond,
+        max(beyond),
         start_distance,
         distance(),
-        peak,
+        float((np.abs(commands) / limits).max()),
     )

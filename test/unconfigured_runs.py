@@ -9,13 +9,12 @@ control period (2 ms, two physics steps, as the shipped sim configs). Used by
 
 from typing import NamedTuple
 
-from edge_runs import CONTROL_PERIOD_S, SECONDS, STEPS
+from edge_runs import CONTROL_PERIOD_S, SECONDS, lockstep
 import numpy as np
 import pinocchio as pin
 from robots import beyond_reach, core_loop
 from sim_support import simulation_of
 
-from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
@@ -80,30 +79,6 @@ def build(
     return robot, simulation, positions
 
 
-def run(
-    simulation: MujocoSimulation, loop: ControllerLoop, ticks: int = TICKS, after=None
-) -> np.ndarray:
-    """`ticks` commands computed, sent and simulated; the commands `(ticks, n_act)`.
-
-    `after`: called after each simulated period (to record the simulation's state).
-    """
-    floating, now_s, commands = simulation.base is not None, 0.0, []
-    for _ in range(ticks):
-        pose = simulation.base_pose() if floating else None
-        twist = simulation.base_twist() if floating else None
-        positions, velocities = simulation.joint_positions(), simulation.joint_velocities()
-        outcome = loop.tick(positions, velocities, pose, twist, now_s, now_s)
-        assert not outcome.error and outcome.bug is None, outcome.error
-        loop.sent(now_s)
-        simulation.apply_torque(outcome.torque)
-        simulation.step(STEPS)
-        now_s += CONTROL_PERIOD_S
-        commands.append(outcome.torque.copy())
-        if after is not None:
-            after()
-    return np.array(commands)
-
-
 class Reach(NamedTuple):
     """What an out-of-reach run did: its commands, per-period speed and overshoot, the miss."""
 
@@ -146,7 +121,7 @@ def reach(
         q = simulation.joint_positions()
         beyond.append(float(np.nanmax(np.maximum(lower - q, q - upper))))
 
-    commands = run(simulation, core_loop(robot, parameters), ticks, record)
+    commands = lockstep(simulation, core_loop(robot, parameters), ticks, record)
     state = RobotState(robot)
     state.update(robot.configuration(simulation.joint_positions()), np.zeros(robot.nv))
     reached = float(np.linalg.norm(state.frame_placement(tip).translation - target))

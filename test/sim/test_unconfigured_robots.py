@@ -16,11 +16,20 @@ from pathlib import Path
 import subprocess
 
 from dev_scripts import run_dev_script
-from edge_runs import CHATTER_SHARE, CONTROL_PERIOD_S, RATE_LIMIT, REST_SPEED
+from edge_runs import CHATTER_SHARE, CONTROL_PERIOD_S, RATE_LIMIT, REST_SPEED, lockstep
 import numpy as np
 import pytest
 from robots import G1_SOLES, G1_STANDING, G1_URDF, body_frames, core_loop, tilt_deg
-from unconfigured_runs import ARMS, QUADRUPEDS, Reach, Robot, build, late_steps, reach, run
+from unconfigured_runs import (
+    ARMS,
+    QUADRUPEDS,
+    TICKS,
+    Reach,
+    Robot,
+    build,
+    late_steps,
+    reach,
+)
 
 from wbc_control.model.example_robots import robots_directory
 from wbc_control.model.robot_model import RobotModel
@@ -49,7 +58,7 @@ def test_an_arm_moves_its_last_frame_5_cm_up(name: str) -> None:
         'posture': {'type': 'joint_posture', 'priority': 1, 'kp': 25.0, 'target': list(positions)},
     }
     loop = core_loop(robot, {'task_names': ['tip', 'posture'], 'tasks': tasks})
-    commands = run(simulation, loop)
+    commands = lockstep(simulation, loop, TICKS)
     state.update(robot.configuration(simulation.joint_positions()), np.zeros(robot.nv))
     error = np.linalg.norm(state.frame_placement(robot.frame_id(tip.name)).translation - target)
     assert error < 1e-3, f'{tip.name} {error * 1e3:.2f} mm from its target after 2 s'
@@ -128,7 +137,7 @@ def test_a_quadruped_stands_on_its_point_feet(name: str) -> None:
     robot, simulation, positions = build(QUADRUPEDS[name], floating_base=True)
     parameters = standing(robot, positions)
     start = simulation.base_pose()
-    commands = run(simulation, core_loop(robot, parameters))
+    commands = lockstep(simulation, core_loop(robot, parameters), TICKS)
     end = simulation.base_pose()
     assert abs(end[2] - start[2]) < 0.01, f'base height {start[2]:.4f} -> {end[2]:.4f} m'
     tilt = tilt_deg(end[3], end[4])
@@ -172,7 +181,7 @@ def test_a_humanoid_stands_with_joint_limits_on_after_a_drop(
         },
     }  # fmt: skip
     start = simulation.base_pose()
-    commands = run(simulation, core_loop(robot, parameters))
+    commands = lockstep(simulation, core_loop(robot, parameters), TICKS)
     end = simulation.base_pose()
     assert abs(end[2] - start[2]) < 2e-3, f'base height {start[2]:.4f} -> {end[2]:.4f} m'
     tilt = tilt_deg(end[3], end[4])
@@ -207,7 +216,7 @@ def test_a_legged_manipulator_reaches_with_its_arm_while_standing() -> None:
         'target': list(target),
     }  # fmt: skip
     start = simulation.base_pose()
-    commands = run(simulation, core_loop(robot, parameters))
+    commands = lockstep(simulation, core_loop(robot, parameters), TICKS)
     end = simulation.base_pose()
     state.update(robot.configuration(simulation.joint_positions(), end), np.zeros(robot.nv))
     error = np.linalg.norm(state.frame_placement(gripper).translation - target)
