@@ -9,6 +9,12 @@ largest effort limit after the first 0.5 s, with when and on which joint:
 
     OPENBLAS_NUM_THREADS=1 python dev/unconfigured_reach.py --directions out back
     OPENBLAS_NUM_THREADS=1 python dev/unconfigured_reach.py --set singular_value_threshold=0.08
+
+Several arms and rate limits run each combination and end with how many runs met the rule;
+docs/safety.md's count of the five arms in seven directions:
+
+    OPENBLAS_NUM_THREADS=1 python dev/unconfigured_reach.py --arm xarm7 z1 so101 kinova ur10 \
+        --rate-limit 0 1000 --directions out up down back left right diagonal
 """
 
 import argparse
@@ -47,8 +53,8 @@ def setting(text: str) -> tuple[str, object]:
     return name, yaml.safe_load(value)
 
 
-def describe(arm: str, direction: str, rate_limit: float, outcome, limits) -> str:
-    """One line: the speed over the last second and the late command steps."""
+def describe(arm: str, direction: str, rate_limit: float, outcome, limits) -> tuple[str, bool]:
+    """One line: the speed over the last second and the late command steps; the rule met."""
     period = rule.CONTROL_PERIOD_S
     speed = max(outcome.speeds[-round(1.0 / period) :])
     each = runs.late_steps(outcome.commands)
@@ -63,15 +69,18 @@ def describe(arm: str, direction: str, rate_limit: float, outcome, limits) -> st
         f'{arm} {direction} rate limit {rate_limit:g}: speed {speed:.4f} rad/s over the last '
         f'second, {steps.size} steps (largest {late.max():.2f} N m)'
     )
-    return f'{line}: {where}' if where else line
+    met = speed < rule.REST_SPEED and steps.size == 0
+    return (f'{line}: {where}' if where else line), met
 
 
 def main() -> None:
     """Run each direction and print what it did."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--arm', choices=sorted(runs.ARMS), default='xarm7')
+    parser.add_argument('--arm', nargs='+', choices=sorted(runs.ARMS), default=['xarm7'])
     parser.add_argument('--directions', nargs='+', choices=list(DIRECTIONS), default=['out'])
-    parser.add_argument('--rate-limit', type=float, default=0.0, help='torque_rate_limit, N m/s')
+    parser.add_argument(
+        '--rate-limit', nargs='+', type=float, default=[0.0], help='torque_rate_limit, N m/s'
+    )
     tasks = ('frame_position', 'frame_pose')
     parser.add_argument('--task', choices=tasks, default=tasks[0])
     parser.add_argument('--set', type=setting, action='append', default=[], metavar='NAME=VALUE')
@@ -84,15 +93,26 @@ def main() -> None:
         except InvalidValue as refused:
             parser.error(str(refused))
     ticks = round(arguments.seconds / rule.CONTROL_PERIOD_S)
-    for direction in arguments.directions:
-        robot, simulation, positions = runs.build(runs.ARMS[arguments.arm], floating_base=False)
-        way = DIRECTIONS[direction]
-        outcome = runs.reach(
-            robot, simulation, positions, arguments.rate_limit, arguments.task,
-            None if way is None else np.array(way), dict(arguments.set), ticks,
-        )  # fmt: skip
-        limits = robot.effort_limits
-        print(describe(arguments.arm, direction, arguments.rate_limit, outcome, limits))
+    runs_met = []
+    for arm in arguments.arm:
+        for rate_limit in arguments.rate_limit:
+            for direction in arguments.directions:
+                line, met = reach_once(arm, direction, rate_limit, arguments, ticks)
+                print(line, flush=True)
+                runs_met.append(met)
+    if len(runs_met) > 1:
+        print(f'{sum(runs_met)} of {len(runs_met)} runs at rest without a step')
+
+
+def reach_once(arm: str, direction: str, rate_limit: float, arguments, ticks: int):
+    """`describe`'s line and verdict for one arm, direction and rate limit."""
+    robot, simulation, positions = runs.build(runs.ARMS[arm], floating_base=False)
+    way = DIRECTIONS[direction]
+    outcome = runs.reach(
+        robot, simulation, positions, rate_limit, arguments.task,
+        None if way is None else np.array(way), dict(arguments.set), ticks,
+    )  # fmt: skip
+    return describe(arm, direction, rate_limit, outcome, robot.effort_limits)
 
 
 if __name__ == '__main__':

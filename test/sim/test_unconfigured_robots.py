@@ -260,13 +260,15 @@ def test_these_urdfs_are_example_robot_datas() -> None:
 
 
 def test_the_reach_script_runs_each_direction_with_the_settings_given() -> None:
-    """`dev/unconfigured_reach.py`: one line per direction; a misspelt setting is refused."""
+    """`dev/unconfigured_reach.py`: a line per run, then the count; a misspelt setting refused."""
     arguments = ('--arm', 'z1', '--directions', 'up', 'back', '--seconds', '0.6')
     lines = run_dev_script(
         'unconfigured_reach.py', *arguments, '--set', 'singular_value_threshold=0.05', timeout=300
     ).splitlines()
-    assert [line.split(' rate limit')[0] for line in lines] == ['z1 up', 'z1 back']
-    assert all(' rad/s over the last second, ' in line for line in lines), lines
+    runs, count = lines[:-1], lines[-1]
+    assert [line.split(' rate limit')[0] for line in runs] == ['z1 up', 'z1 back']
+    assert all(' rad/s over the last second, ' in line for line in runs), lines
+    assert count.endswith(' of 2 runs at rest without a step'), count  # 0.6 s: not at rest
     with pytest.raises(subprocess.CalledProcessError) as refused:
         misspelt = ('--set', 'singular_threshold=0.05')
         run_dev_script('unconfigured_reach.py', *arguments, *misspelt, timeout=300)
