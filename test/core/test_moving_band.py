@@ -17,6 +17,7 @@ from wbc_control.control.hierarchy.moving_band import (
     BAND_RISE_TIME,
     BAND_SPEED,
     WIDEST_BAND,
+    WIDEST_THRESHOLD,
     MovingBand,
     widening,
 )
@@ -86,6 +87,22 @@ def test_a_new_epsilon_takes_effect_at_once():
         wide = band.update(EPSILON, fast, tick * PERIOD)
     assert wide == pytest.approx(2.0 * EPSILON, rel=1e-6)
     assert band.update(0.01, fast, 1000 * PERIOD) == pytest.approx(0.02, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ('epsilon', 'widest'),
+    [
+        (0.09, 0.27),  # 3 ε: under the cap
+        (0.11, WIDEST_THRESHOLD),  # 3 ε past it: capped
+        (WIDEST_THRESHOLD, WIDEST_THRESHOLD),  # at the cap: ε
+        (0.5, 0.5),  # ε wider than the cap: ε, never narrower
+    ],
+)
+def test_speed_never_widens_the_band_past_its_cap(epsilon, widest):
+    band, fast = MovingBand(), (10.0 * BAND_SPEED) ** 2
+    for tick in range(1000):
+        wide = band.update(epsilon, fast, tick * PERIOD)
+    assert wide == pytest.approx(widest, rel=1e-6)
 
 
 #: A UR5 whose hand pose level has its smallest singular value between ε and 2 ε.

@@ -22,6 +22,9 @@ import math
 BAND_SPEED = 1.0
 #: The widest band, as a multiple of ε (at ‖q̇‖ ≥ 3 v_ε).
 WIDEST_BAND = 3.0
+#: The widest band speed may make (ε itself may be wider): a direction at 0.3 s_max is no
+#: longer near a singularity, and a band past 1 would damp the level's strongest direction.
+WIDEST_THRESHOLD = 0.3
 #: Time constant (s) with which the width rises towards a wider target.
 BAND_RISE_TIME = 0.1
 #: Time constant (s) with which the width falls back towards a narrower one.
@@ -48,15 +51,17 @@ class MovingBand:
         The factor rises towards `widening` by 1 − e^(−Δt / `BAND_RISE_TIME`) of the gap and
         falls as e^(−Δt / `BAND_FALL_TIME`), never below `widening`; Δt is the time since the
         previous call. Without a time (`now_s` None, an untimed call) or when time did not
-        advance, the factor is held. Kept as a factor of ε, a new ε takes effect at once.
+        advance, the factor is held. Kept as a factor of ε, a new ε takes effect at once. The
+        band is at most max(ε, `WIDEST_THRESHOLD`).
         """
         previous, self._time_s = self._time_s, now_s
-        if now_s is None or previous is None or now_s <= previous:
-            return band * self._factor
-        elapsed, target, factor = now_s - previous, widening(squared_speed), self._factor
-        if target > factor:
-            factor -= (target - factor) * math.expm1(-elapsed / BAND_RISE_TIME)
-        else:
-            factor = max(target, factor * math.exp(-elapsed / BAND_FALL_TIME))
-        self._factor = factor
-        return band * factor
+        if now_s is not None and previous is not None and now_s > previous:
+            elapsed, target, factor = now_s - previous, widening(squared_speed), self._factor
+            if target > factor:
+                factor -= (target - factor) * math.expm1(-elapsed / BAND_RISE_TIME)
+            else:
+                factor = max(target, factor * math.exp(-elapsed / BAND_FALL_TIME))
+            self._factor = factor
+        if self._factor == 1.0:
+            return band
+        return min(band * self._factor, max(band, WIDEST_THRESHOLD))
