@@ -104,7 +104,9 @@ def main() -> None:
         print(f'{sum(runs_met)} of {len(runs_met)} runs at rest without a step')
 
 
-def reach_once(arm: str, direction: str, rate_limit: float, arguments, ticks: int):
+def reach_once(
+    arm: str, direction: str, rate_limit: float, arguments: argparse.Namespace, ticks: int
+) -> tuple[str, bool]:
     """`describe`'s line and verdict for one arm, direction and rate limit."""
     robot, simulation, positions = runs.build(runs.ARMS[arm], floating_base=False)
     way = DIRECTIONS[direction]

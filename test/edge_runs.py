@@ -9,6 +9,7 @@ rest: every joint below 0.02 rad/s over the last second of 6 s. No chatter: afte
 0.5 s no command step above 5 % of the largest effort limit.
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -19,6 +20,7 @@ import yaml
 
 from wbc_control.control.loop.controller_loop import ControllerLoop
 from wbc_control.model.robot_state import RobotState
+from wbc_control.sim.simulation import MujocoSimulation
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
@@ -71,7 +73,12 @@ def ur5_parameters(target, rate_limit: float) -> dict:
     }
 
 
-def lockstep(simulation, loop: ControllerLoop, ticks: int, after=None) -> np.ndarray:
+def lockstep(
+    simulation: MujocoSimulation,
+    loop: ControllerLoop,
+    ticks: int,
+    after: Callable[[], None] | None = None,
+) -> np.ndarray:
     """`ticks` commands computed, sent and each applied for one control period; `(ticks, n_act)`.
 
     `after`: called after each simulated period (to record the simulation's state).

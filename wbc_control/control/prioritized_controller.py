@@ -143,7 +143,13 @@ class PrioritizedController:
         self._per_stack: dict = {}
         self._held: np.ndarray | None = None  # the tick's joints held at their limits
         self._band = MovingBand()  # ε widened at speed (`moving_band`)
+        #: The last tick's singularity band: ε, or wider while a joint moves fast.
+        self.damping_band = self.singular_value_threshold
         self._use(self.stacks.current, {})
+
+    def restart(self) -> None:
+        """Forget the joints' past speed (`moving_band`): the next tick's band starts from ε."""
+        self._band.reset()
 
     def task(self, name: str) -> Task:
         """The task called `name` (KeyError if unknown)."""
@@ -254,15 +260,17 @@ class PrioritizedController:
         Args:
             state: kinematics and dynamics already updated for this tick.
             dt: time since the previous command (s), for the torque-rate limit.
-            now_s: the tick's time (s), which times contact and task switches; None: they
-                happen at once.
+            now_s: the tick's time (s), which times contact and task switches and the band's
+                widening at speed (`moving_band`); None: switches happen at once and the band
+                keeps its width.
             torque_window: the range (lower, upper) the command may take this tick `(n_act,)`
                 each; None: ± the effort limits.
             task_ramp: α in [0, 1] scaling every task's ẍ* (a soft start).
         """
         window = self.limiter.bounds if torque_window is None else torque_window
         speeds = state.v[self._actuated]
-        band = self._band.update(self.singular_value_threshold, speeds.dot(speeds), now_s)
+        fastest = max(speeds.max(initial=0.0), -speeds.min(initial=0.0))
+        band = self.damping_band = self._band.update(self.singular_value_threshold, fastest, now_s)
         switching = self.stacks.switching
         parts = switching.plan(now_s)
         if len(parts) == 1 and parts[0].key == self._key:

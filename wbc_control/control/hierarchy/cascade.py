@@ -29,7 +29,8 @@ equality case").
 
 The middle term regularises a level near a kinematic singularity. sᵢ are the singular values of R_k
 restricted to the joint accelerations the constraints and the levels above leave free, vᵢ the
-joint-space directions: a direction is weak where sᵢ < ε s_max (ε = `singular_value_threshold`) and
+joint-space directions: a direction is weak where sᵢ < ε s_max (ε = `singular_value_threshold`,
+widened at speed by `moving_band`) and
 gets λᵢ² = (1 − (sᵢ/ε s_max)²) λ²_max, Chiaverini's (1997) variable damping applied to each
 direction, with λ²_max = max(ε² s_max², s_max ‖c‖ / k): cᵢ = uᵢᵀ (T_k − R_k x₀) is the level's
 demand along the direction, ‖c‖ its norm over the weak directions (each weighed by its profile
@@ -193,7 +194,7 @@ def solve_cascade(
         hard: the hard constraints.
         metric: H₀ `(nx, nx)`, positive definite: the last tie-break (the inertia for q̈).
         reference: q̈_ref `(nv,)`.
-        band: ε, `singular_value_threshold`.
+        band: ε, `singular_value_threshold`, as widened at speed (`moving_band`).
         reweigh: given the forces of the first force stage, the diagonal of the force block of
             H₀ for a second one (the load-proportional friction of the controller); None: one.
         warm: the `working_sets` of the previous tick's result (a warm start; () none).

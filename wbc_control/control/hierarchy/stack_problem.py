@@ -110,11 +110,12 @@ class StackProblem:
         """X = (q̈, f) of the hierarchical least squares (`wbc_control.control.hierarchy.cascade`).
 
         `rows`: the stack's stacked task terms, `target` their ẍ* − J̇v; `weights` √w per row of
-        each level; `shares` each contact row's load share; `band` ε. Where the joint bounds and
-        the hard constraints have no common solution (a joint far beyond its wall, a torque
-        range too narrow to brake it), the joint bounds become soft: violated as little as
-        possible; where even the torque range and the friction pyramids have none (a robot the
-        floor cannot hold), every inequality does. The contacts and the base rows stay exact.
+        each level; `shares` each contact row's load share; `band` ε (as widened at speed,
+        `moving_band`). Where the joint bounds and the hard constraints have no common solution
+        (a joint far beyond its wall, a torque range too narrow to brake it), the joint bounds
+        become soft: violated as little as possible; where even the torque range and the
+        friction pyramids have none (a robot the floor cannot hold), every inequality does. The
+        contacts and the base rows stay exact.
         """
         levels = self.levels(state, rows, target, weights)
         if self.force_count:

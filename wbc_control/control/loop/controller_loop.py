@@ -233,8 +233,9 @@ class ControllerLoop:
                 yield entry.name, entry.task.set_target_from_state(self.state)
 
     def _restart_ramps(self) -> None:
-        """The soft start from the next tick, which checks homing again."""
+        """The soft start from the next tick, which checks homing again; the band from ε."""
         self.soft_start.restart()
+        self.controller.restart()
         if self.homing is not None:
             self.homing.restart()
 
