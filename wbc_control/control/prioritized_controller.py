@@ -143,6 +143,7 @@ class PrioritizedController:
         self._per_stack: dict = {}
         self._held: np.ndarray | None = None  # the tick's joints held at their limits
         self._band = MovingBand()  # ε widened at speed (`moving_band`)
+        self._speeds = np.zeros(robot.n_actuated)  # |q̇| of the actuated joints, `compute`'s
         #: The last tick's singularity band: ε, or wider while a joint moves fast.
         self.damping_band = self.singular_value_threshold
         self._use(self.stacks.current, {})
@@ -268,8 +269,8 @@ class PrioritizedController:
             task_ramp: α in [0, 1] scaling every task's ẍ* (a soft start).
         """
         window = self.limiter.bounds if torque_window is None else torque_window
-        speeds = state.v[self._actuated]
-        fastest = max(speeds.max(initial=0.0), -speeds.min(initial=0.0))
+        speeds = np.absolute(state.v[self._actuated], out=self._speeds)
+        fastest = np.maximum.reduce(speeds, initial=0.0)  # |q̇|_max, without `max`'s wrappers
         band = self.damping_band = self._band.update(self.singular_value_threshold, fastest, now_s)
         switching = self.stacks.switching
         parts = switching.plan(now_s)
