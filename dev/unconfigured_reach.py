@@ -56,13 +56,13 @@ def setting(text: str) -> tuple[str, object]:
 def describe(arm: str, direction: str, rate_limit: float, outcome, limits) -> tuple[str, bool]:
     """One line: the speed over the last second and the late command steps; the rule met."""
     period = rule.CONTROL_PERIOD_S
-    speed = max(outcome.speeds[-round(1.0 / period) :])
-    each = runs.late_steps(outcome.commands)
+    speed = rule.last_second_speed(outcome.speeds)
+    each = rule.late_steps(outcome.commands)
     late = each.max(axis=1)
     steps = np.flatnonzero(late > rule.CHATTER_SHARE * limits.max())
     joints = each[steps].argmax(axis=1)
     where = ', '.join(
-        f'{(runs.LATE_START + 1 + tick) * period:.3f} s joint {joint + 1}'
+        f'{(rule.LATE_START + 1 + tick) * period:.3f} s joint {joint + 1}'
         for tick, joint in zip(steps[:6], joints[:6], strict=True)
     )
     line = (

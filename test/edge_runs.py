@@ -32,6 +32,8 @@ SECONDS = 6.0
 REST_SPEED = 0.02  # rad/s
 CHATTER_SHARE = 0.05  # of the largest effort limit
 RATE_LIMIT = 1000.0  # N m/s, the shipped Panda file's
+#: The first command step the rule counts: the one after 0.5 s.
+LATE_START = round(0.5 / CONTROL_PERIOD_S)
 
 
 class Run(NamedTuple):
@@ -71,6 +73,16 @@ def ur5_parameters(target, rate_limit: float) -> dict:
         },
         'torque_rate_limit': rate_limit,
     }
+
+
+def late_steps(commands: np.ndarray) -> np.ndarray:
+    """Each joint's command step (N m) at each tick from `LATE_START` on, `(ticks, n_act)`."""
+    return np.abs(np.diff(commands, axis=0))[LATE_START:]
+
+
+def last_second_speed(speeds) -> float:
+    """The largest of the per-period joint speeds `speeds` over the run's last second."""
+    return max(speeds[-round(1.0 / CONTROL_PERIOD_S) :])
 
 
 def lockstep(
@@ -123,9 +135,9 @@ def run(name: str, parameters: dict, start: np.ndarray, frame: str, target) -> R
         beyond.append(float(np.maximum(lower - positions, positions - upper).max()))
 
     commands = lockstep(sim, loop, round(SECONDS / CONTROL_PERIOD_S), record)
-    late = np.abs(np.diff(commands, axis=0)).max(axis=1)[round(0.5 / CONTROL_PERIOD_S) :]
+    late = late_steps(commands).max(axis=1)
     return Run(
-        max(speeds[-round(1.0 / CONTROL_PERIOD_S) :]),
+        last_second_speed(speeds),
         int((late > CHATTER_SHARE * limits.max()).sum()),
         float(late.max()),
         max(beyond),

@@ -25,8 +25,6 @@ TICKS = 1000
 #: The out-of-reach runs take `edge_runs`' rule (test_edges.py's, its `REST_SPEED`,
 #: `CHATTER_SHARE` and `RATE_LIMIT`) and its 6 s, control period and physics steps.
 REACH_TICKS = round(SECONDS / CONTROL_PERIOD_S)
-#: The first command step the rule counts: the one after 0.5 s.
-LATE_START = round(0.5 / CONTROL_PERIOD_S)
 
 
 class Robot(NamedTuple):
@@ -126,8 +124,3 @@ def reach(
     state.update(robot.configuration(simulation.joint_positions()), np.zeros(robot.nv))
     reached = float(np.linalg.norm(state.frame_placement(tip).translation - target))
     return Reach(commands, speeds, beyond, reached)
-
-
-def late_steps(commands: np.ndarray) -> np.ndarray:
-    """Each joint's command step (N m) at each tick from `LATE_START` on, `(ticks, n_act)`."""
-    return np.abs(np.diff(commands, axis=0))[LATE_START:]

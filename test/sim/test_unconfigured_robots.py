@@ -16,7 +16,14 @@ from pathlib import Path
 import subprocess
 
 from dev_scripts import run_dev_script
-from edge_runs import CHATTER_SHARE, CONTROL_PERIOD_S, RATE_LIMIT, REST_SPEED, lockstep
+from edge_runs import (
+    CHATTER_SHARE,
+    RATE_LIMIT,
+    REST_SPEED,
+    last_second_speed,
+    late_steps,
+    lockstep,
+)
 import numpy as np
 import pytest
 from robots import G1_SOLES, G1_STANDING, G1_URDF, body_frames, core_loop, tilt_deg
@@ -27,7 +34,6 @@ from unconfigured_runs import (
     Reach,
     Robot,
     build,
-    late_steps,
     reach,
 )
 
@@ -84,15 +90,20 @@ def check_reach(robot: RobotModel, outcome: Reach) -> None:
     assert outcome.reached < 1.2 - 0.05, f'{outcome.reached:.3f} m away: it did not reach out'
 
 
+def check_rest_and_reach(robot: RobotModel, outcome: Reach) -> None:
+    """At rest over the last second, and `check_reach`."""
+    speed = last_second_speed(outcome.speeds)
+    assert speed < REST_SPEED, f'still moving at {speed:.4f} rad/s over the last second'
+    check_reach(robot, outcome)
+
+
 @pytest.mark.parametrize(('name', 'rate_limit'), reach_cases())
 def test_an_arm_reaching_1_2_m_beyond_its_reach_comes_to_rest_inside_its_limits(
     name: str, rate_limit: float
 ) -> None:
     robot, simulation, positions = build(ARMS[name], floating_base=False)
     outcome = reach(robot, simulation, positions, rate_limit, 'frame_position')
-    speed = max(outcome.speeds[-round(1.0 / CONTROL_PERIOD_S) :])
-    assert speed < REST_SPEED, f'still moving at {speed:.4f} rad/s over the last second'
-    check_reach(robot, outcome)
+    check_rest_and_reach(robot, outcome)
 
 
 #: The xArm7 towards other sides, no rate limit (the case that stepped most, braking from its
@@ -118,9 +129,7 @@ def test_the_xarm7_reaching_1_2_m_beyond_its_reach_in_other_directions_comes_to_
 ) -> None:
     robot, simulation, positions = build(ARMS['xarm7'], floating_base=False)
     outcome = reach(robot, simulation, positions, 0.0, 'frame_position', np.array(direction))
-    speed = max(outcome.speeds[-round(1.0 / CONTROL_PERIOD_S) :])
-    assert speed < REST_SPEED, f'still moving at {speed:.4f} rad/s over the last second'
-    check_reach(robot, outcome)
+    check_rest_and_reach(robot, outcome)
 
 
 @pytest.mark.parametrize(('name', 'rate_limit'), reach_cases())
