@@ -15,6 +15,9 @@ docs/safety.md's count of the five arms in seven directions:
 
     OPENBLAS_NUM_THREADS=1 python dev/unconfigured_reach.py --arm xarm7 z1 so101 kinova ur10 \
         --rate-limit 0 1000 --directions out up down back left right diagonal
+
+`--arm` takes the tested arms (`unconfigured_runs.ARMS`) and four more (`MORE_ARMS`: ur3, ur5,
+so100, talos_left_arm), whose figures docs/safety.md gives too.
 """
 
 import argparse
@@ -76,7 +79,8 @@ def describe(arm: str, direction: str, rate_limit: float, outcome, limits) -> tu
 def main() -> None:
     """Run each direction and print what it did."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--arm', nargs='+', choices=sorted(runs.ARMS), default=['xarm7'])
+    arms = sorted(runs.ARMS | runs.MORE_ARMS)
+    parser.add_argument('--arm', nargs='+', choices=arms, default=['xarm7'])
     parser.add_argument('--directions', nargs='+', choices=list(DIRECTIONS), default=['out'])
     parser.add_argument(
         '--rate-limit', nargs='+', type=float, default=[0.0], help='torque_rate_limit, N m/s'
@@ -108,7 +112,7 @@ def reach_once(
     arm: str, direction: str, rate_limit: float, arguments: argparse.Namespace, ticks: int
 ) -> tuple[str, bool]:
     """`describe`'s line and verdict for one arm, direction and rate limit."""
-    robot, simulation, positions = runs.build(runs.ARMS[arm], floating_base=False)
+    robot, simulation, positions = runs.build((runs.ARMS | runs.MORE_ARMS)[arm], False)
     way = DIRECTIONS[direction]
     outcome = runs.reach(
         robot, simulation, positions, rate_limit, arguments.task,

@@ -45,6 +45,13 @@ ARMS = {
     ),
     'ur10': Robot('ur_description/urdf/ur10_robot.urdf'),
 }
+#: Arms `dev/unconfigured_reach.py` also runs, not the tests (docs/safety.md gives their figures).
+MORE_ARMS = {
+    'ur3': Robot('ur_description/urdf/ur3_robot.urdf'),
+    'ur5': Robot('ur_description/urdf/ur5_robot.urdf'),
+    'so100': Robot('so_arm_description/urdf/so100.urdf'),
+    'talos_left_arm': Robot('talos_data/robots/talos_left_arm.urdf'),
+}
 QUADRUPEDS = {
     'a1': Robot('a1_description/urdf/a1.urdf', 'a1_description/srdf/a1.srdf'),
     'go1': Robot('go1_description/urdf/go1.urdf', start=(0.0, 0.9, -1.8) * 4),

@@ -29,6 +29,7 @@ import pytest
 from robots import G1_SOLES, G1_STANDING, G1_URDF, body_frames, core_loop, tilt_deg
 from unconfigured_runs import (
     ARMS,
+    MORE_ARMS,
     QUADRUPEDS,
     TICKS,
     Reach,
@@ -263,7 +264,7 @@ def standing(robot: RobotModel, positions: np.ndarray, posture_priority: int = 1
 
 def test_these_urdfs_are_example_robot_datas() -> None:
     """The table above names files the installed example-robot-data has."""
-    for entry in (*ARMS.values(), *QUADRUPEDS.values()):
+    for entry in (*ARMS.values(), *MORE_ARMS.values(), *QUADRUPEDS.values()):
         for relative in filter(None, (entry.urdf, entry.srdf)):
             assert Path(robots_directory() / relative).is_file(), relative
 
