@@ -16,6 +16,11 @@ docs/safety.md's count of the five arms in seven directions:
     OPENBLAS_NUM_THREADS=1 python dev/unconfigured_reach.py --arm xarm7 z1 so101 kinova ur10 \
         --rate-limit 0 1000 --directions out up down back left right diagonal
 
+`--starts N --seed S` runs N reaches from random start poses (the posture target the start)
+in random directions instead:
+
+    OPENBLAS_NUM_THREADS=1 python dev/unconfigured_reach.py --arm xarm7 z1 --starts 12 --seed 1
+
 `--arm` takes the tested arms (`unconfigured_runs.ARMS`) and four more (`MORE_ARMS`: ur3, ur5,
 so100, talos_left_arm), whose figures docs/safety.md gives too.
 """
@@ -89,6 +94,11 @@ def main() -> None:
     parser.add_argument('--task', choices=tasks, default=tasks[0])
     parser.add_argument('--set', type=setting, action='append', default=[], metavar='NAME=VALUE')
     parser.add_argument('--seconds', type=float, default=rule.SECONDS)
+    parser.add_argument(
+        '--starts', type=int, default=0,
+        help='instead of --directions: N runs from random start poses in random directions',
+    )  # fmt: skip
+    parser.add_argument('--seed', type=int, default=0, help='of --starts')
     arguments = parser.parse_args()
     schema = load_schema('wbc_controller')
     for name, value in arguments.set:
@@ -100,19 +110,53 @@ def main() -> None:
     runs_met = []
     for arm in arguments.arm:
         for rate_limit in arguments.rate_limit:
-            for direction in arguments.directions:
-                line, met = reach_once(arm, direction, rate_limit, arguments, ticks)
+            if arguments.starts:
+                cases = random_starts(arm, arguments.starts, arguments.seed)
+            else:
+                cases = [(direction, None) for direction in arguments.directions]
+            for direction, start in cases:
+                line, met = reach_once(arm, direction, rate_limit, arguments, ticks, start)
                 print(line, flush=True)
                 runs_met.append(met)
     if len(runs_met) > 1:
         print(f'{sum(runs_met)} of {len(runs_met)} runs at rest without a step')
 
 
+def random_starts(arm: str, count: int, seed: int) -> list[tuple[str, np.ndarray]]:
+    """`count` (direction, start): a unit direction and joint positions drawn from `seed`.
+
+    Each joint uniform over the middle 70 % of its range (a joint without limits: of ±π);
+    the direction's name is its rounded components, which `DIRECTIONS` learns.
+    """
+    robot, _, _ = runs.build((runs.ARMS | runs.MORE_ARMS)[arm], False)
+    lower, upper = robot.position_limits
+    bounded = np.isfinite(lower) & np.isfinite(upper)
+    lower, upper = np.where(bounded, lower, -np.pi), np.where(bounded, upper, np.pi)
+    draws = np.random.default_rng(seed)
+    cases = []
+    for _ in range(count):
+        start = lower + (upper - lower) * (0.15 + 0.7 * draws.random(lower.shape[0]))
+        way = draws.normal(size=3)
+        way /= np.linalg.norm(way)
+        name = '({:.2f}, {:.2f}, {:.2f})'.format(*way)
+        DIRECTIONS[name] = tuple(way)
+        cases.append((name, start))
+    return cases
+
+
 def reach_once(
-    arm: str, direction: str, rate_limit: float, arguments: argparse.Namespace, ticks: int
+    arm: str,
+    direction: str,
+    rate_limit: float,
+    arguments: argparse.Namespace,
+    ticks: int,
+    start: np.ndarray | None = None,
 ) -> tuple[str, bool]:
-    """`describe`'s line and verdict for one arm, direction and rate limit."""
+    """`describe`'s line and verdict for one arm, direction, rate limit (and start pose)."""
     robot, simulation, positions = runs.build((runs.ARMS | runs.MORE_ARMS)[arm], False)
+    if start is not None:
+        positions = start
+        simulation.reset(positions)
     way = DIRECTIONS[direction]
     outcome = runs.reach(
         robot, simulation, positions, rate_limit, arguments.task,

@@ -283,3 +283,9 @@ def test_the_reach_script_runs_each_direction_with_the_settings_given() -> None:
         misspelt = ('--set', 'singular_threshold=0.05')
         run_dev_script('unconfigured_reach.py', *arguments, *misspelt, timeout=300)
     assert 'singular_threshold' in refused.value.stderr
+    drawn = ('--arm', 'z1', '--starts', '2', '--seed', '3', '--seconds', '0.6')
+    first, second = (run_dev_script('unconfigured_reach.py', *drawn, timeout=300) for _ in '12')
+    assert first == second, (first, second)  # the seed gives the starts and the directions
+    starts = first.splitlines()
+    assert len(starts) == 3 and starts[0] != starts[1], starts
+    assert starts[-1].endswith(' of 2 runs at rest without a step'), starts
