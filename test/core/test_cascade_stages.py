@@ -18,7 +18,7 @@ from robots import random_state, robot
 
 from wbc_control.control.constraints.joint_limits import JointLimits
 from wbc_control.control.contact.contacts import Contact
-from wbc_control.control.hierarchy import cascade, stack_problem, stage_qp
+from wbc_control.control.hierarchy import cascade, stack_problem, stage_qp, stage_rows
 from wbc_control.control.hierarchy.level_kernel import (
     CLAMP_LIMIT,
     DAMPING_SPEED,
@@ -720,10 +720,10 @@ def test_a_row_the_equalities_take_most_of_stays_hard_one_the_levels_above_do_is
 
 
 def test_without_joint_rows_every_tick_shares_one_read_only_unbounded_box():
-    lowest, highest = cascade.unbounded_box(9)
-    assert cascade.unbounded_box(9)[0] is lowest, 'built once per size, not per tick'
+    lowest, highest = stage_rows.unbounded_box(9)
+    assert stage_rows.unbounded_box(9)[0] is lowest, 'built once per size, not per tick'
     assert np.isneginf(lowest).all() and np.isposinf(highest).all() and lowest.shape == (9,)
-    assert cascade.unbounded_box(6)[1].shape == (6,)
+    assert stage_rows.unbounded_box(6)[1].shape == (6,)
     with pytest.raises(ValueError, match='read-only'):
         highest[2] = 1.0
 
@@ -797,6 +797,57 @@ def test_only_the_stages_over_the_equalities_own_freedom_are_first(monkeypatch):
 
 
 @pytest.mark.parametrize('equality', [False, True])
+def test_the_joint_rows_are_hard_until_a_level_has_solved_and_soft_below_it(monkeypatch, equality):
+    """The joint rows are hard for the first level with authority, soft below and for the least.
+
+    The other inequalities stay hard in every stage (`stage_rows.soft_below_first`).
+    """
+    seen, solve = [], cascade.solve_stage
+
+    def recorded(problem, inequality, *arguments):
+        seen.append(inequality.soft.tolist())
+        return solve(problem, inequality, *arguments)
+
+    monkeypatch.setattr(cascade, 'solve_stage', recorded)
+    rows = np.array([[1.0, 0.5, -0.3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # a torque row, q̈₀, q̈₁
+    lower, upper = np.array([-9.0, -2.0, -1.5]), np.array([8.0, 1.2, 3.0])
+    joint, equal = np.array([False, True, True]), np.zeros(3, dtype=bool)
+    if equality:  # and x₂ = 0 between the joint rows, eliminated: rows 0, 1 and 3 of 4
+        rows = np.vstack([rows[:2], [0.0, 0.0, 1.0], rows[2:]])
+        lower, upper = np.insert(lower, 2, 0.0), np.insert(upper, 2, 0.0)
+        joint, equal = np.insert(joint, 2, False), np.insert(equal, 2, True)
+    hard = cascade.HardConstraints(rows, lower, upper, equal, joint=joint)
+    levels = [
+        cascade.LevelRows(np.zeros((1, 3)), np.array([1.0]), 1),  # no authority: no stage
+        cascade.LevelRows(np.array([[0.3, 1.0, 0.0]]), np.array([2.0]), 1),
+        cascade.LevelRows(np.array([[0.0, 0.4, 1.0]]), np.array([-1.5]), 1),
+    ]
+    result = cascade.solve_cascade(levels, hard, np.diag([1.0, 2.0, 3.0]), np.zeros(3), 0.03)
+    assert result.status == ''
+    # level 2 (first), level 3, then the least energy where x₂ is not fixed
+    assert seen == [[False] * 3] + [[False, True, True]] * (1 if equality else 2)
+
+
+def test_a_level_below_the_first_passes_a_joint_bound_by_little_the_first_not_at_all():
+    """A joint bound gives a lower level under 10⁻³ of what it asks beyond, the first none.
+
+    q̈₁ = 10 asked past its bound 1.2: 8.8 beyond.
+    """
+    rows = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    hard = cascade.HardConstraints(
+        rows, np.array([-2.0, -1.5]), np.array([1.2, 1.2]), np.zeros(2, dtype=bool),
+        joint=np.ones(2, dtype=bool),
+    )  # fmt: skip
+    metric, reference = np.diag([1.0, 2.0, 3.0]), np.zeros(3)
+    wants = cascade.LevelRows(np.array([[0.0, 1.0, 0.0]]), np.array([10.0]), 1)
+    other = cascade.LevelRows(np.array([[1.0, 0.0, 0.3]]), np.array([0.5]), 1)
+    below = cascade.solve_cascade([other, wants], hard, metric, reference, 0.03).solution
+    first = cascade.solve_cascade([wants, other], hard, metric, reference, 0.03).solution
+    assert 1.2 < below[1] < 1.2 + 1e-3 * 8.8, below
+    assert first[1] <= 1.2 + 1e-9, first
+
+
+@pytest.mark.parametrize('equality', [False, True])
 def test_a_cascade_with_rows_made_soft_reuses_the_failed_ones_level_problems(
     monkeypatch, equality
 ):
@@ -821,7 +872,7 @@ def test_a_cascade_with_rows_made_soft_reuses_the_failed_ones_level_problems(
     assert failed.solution is None and len(failed.leading) == 2
     assert not failed.leading[0].soft.any()
     calls = []
-    build, norms = cascade.level_problem, cascade.inequalities
+    build, norms = cascade.level_problem, stage_rows.inequalities
 
     def counted(*arguments):
         calls.append(arguments[0].shape)
@@ -832,7 +883,7 @@ def test_a_cascade_with_rows_made_soft_reuses_the_failed_ones_level_problems(
         return norms(*arguments)
 
     monkeypatch.setattr(cascade, 'level_problem', counted)
-    monkeypatch.setattr(cascade, 'inequalities', measured)
+    monkeypatch.setattr(stage_rows, 'inequalities', measured)
     soft = hard._replace(soft=np.array([False, True, False, False][: rows.shape[0]]))
     fresh = cascade.solve_cascade(levels, soft, metric, reference, 0.03)
     built = len(calls)

@@ -7,7 +7,8 @@ contact forces. Every level keeps the hard constraints
                                             velocity damped, `contacts.contact_acceleration`)
     M_b q̈ + h_b = A_bᵀ f                   the unactuated base rows of M q̈ + h = Sᵀτ + Aᵀf
     τ⁻ ≤ M_a q̈ + h_a − A_aᵀ f ≤ τ⁺          the command's range (effort and rate limits)
-    a⁻ ≤ q̈ᵢ ≤ a⁺                           joint limits (`control.constraints.joint_limits`)
+    a⁻ ≤ q̈ᵢ ≤ a⁺                           joint limits (`control.constraints.joint_limits`;
+                                            soft below the first level, `stage_rows`)
     C f ≤ 0                                 friction pyramids, unilateral normal forces
                                             (`control.constraints.friction`)
 
@@ -65,14 +66,18 @@ Each level's problem is built by one compiled call (`level_kernel`), each stage'
 the same stage at the previous tick (`WorkingSets`).
 """
 
-from functools import cache
 from typing import NamedTuple
 
 import numpy as np
 
 from wbc_control import lapack
 from wbc_control.control.hierarchy.level_kernel import WEAK_STIFFNESS, level_problem
-from wbc_control.control.hierarchy.stage_qp import Inequalities, inequalities, solve_stage
+from wbc_control.control.hierarchy.stage_qp import Inequalities, solve_stage
+from wbc_control.control.hierarchy.stage_rows import (
+    soft_below_first,
+    stage_inequalities,
+    unbounded_box,
+)
 
 #: A level's tie-break: the curvature, relative to its largest, of each step along directions
 #: its residual does not see. It keeps the QP well conditioned; it biases the level only where
@@ -111,6 +116,9 @@ class HardConstraints(NamedTuple):
     box: tuple[np.ndarray, np.ndarray] | None = None
     #: (r,) each row's degenerate ratio (`stage_qp.degenerate_ratios`); None: `DEGENERATE`.
     degenerate: np.ndarray | None = None
+    #: (r,) bool, the joint-bound rows: hard for the first level, soft below it
+    #: (`soft_below_first`); None: none.
+    joint: np.ndarray | None = None
 
 
 class CascadeResult(NamedTuple):
@@ -210,7 +218,8 @@ def solve_cascade(
         freedom = equality_freedom(hard, nv)
     if freedom is None:
         return CascadeResult(None, 'the contact constraints are inconsistent', [])
-    inequality = _inequality_rows(hard, freedom.basis, leading[0] if leading else None)
+    inequality = stage_inequalities(hard, freedom.basis, leading[0] if leading else None)
+    below = soft_below_first(inequality, hard)
     leading = leading[1:]
     box = hard.box if hard.box is not None else unbounded_box(nv)
     sets = WorkingSets(warm)
@@ -229,7 +238,8 @@ def solve_cascade(
             )  # fmt: skip
         if first:
             built.append(problem)
-        solved = _solve_level(problem, point, basis, moving, inequality, sets, first)
+        rows = inequality if first else below  # hard until a level has set directions
+        solved = _solve_level(problem, point, basis, moving, rows, sets, first)
         point, basis, moving, report = solved
         if point is None:  # `report` says why
             return CascadeResult(None, report, weights, leading=(inequality, *built))
@@ -237,60 +247,20 @@ def solve_cascade(
     # Least kinetic energy over the directions that move the joints, then the least weighted
     # forces over those that change the forces alone (internal forces): lexicographic, so the
     # force norm biases no joint acceleration.
-    point, status = _least(metric, slice(0, nv), basis[:, :moving], inequality, point, sets)
+    point, status = _least(metric, slice(0, nv), basis[:, :moving], below, point, sets)
     if point is None:
         return CascadeResult(None, status, weights)
     if nx > nv and basis.shape[1] > moving:
         internal = basis[:, moving:]
         start = point
-        point, status = _least(metric, slice(nv, nx), internal, inequality, start, sets)
+        point, status = _least(metric, slice(nv, nx), internal, below, start, sets)
         if point is not None and reweigh is not None:  # weights from this tick's own forces
             weighted = metric.copy()  # its force block is diagonal: only the diagonal changes
             weighted[nv:, nv:].flat[:: nx - nv + 1] = reweigh(point[nv:])
-            point, status = _least(weighted, slice(nv, nx), internal, inequality, start, sets)
+            point, status = _least(weighted, slice(nv, nx), internal, below, start, sets)
         if point is None:
             return CascadeResult(None, status, weights)
     return CascadeResult(point, '', weights, tuple(sets.found))
-
-
-def _inequality_rows(
-    hard: HardConstraints, basis: np.ndarray, known: Inequalities | None = None
-) -> Inequalities:
-    """The hard rows that are not equalities, their norms in the equalities' freedom `basis`.
-
-    Without equalities they are `hard`'s rows themselves (views) and the freedom all of x.
-    `known`: these rows' `Inequalities` in a cascade with other rows soft, their norms reused
-    (only `soft` is `hard`'s).
-    """
-    equal = hard.equality
-    soft = _none_soft(equal.shape[0]) if hard.soft is None else hard.soft
-    if not np.logical_or.reduce(equal):
-        if known is not None:
-            return known._replace(soft=soft)
-        return inequalities(hard.rows, hard.lower, hard.upper, soft, None, hard.degenerate)
-    keep = ~equal
-    if known is not None:
-        return known._replace(soft=soft[keep])
-    degenerate = None if hard.degenerate is None else hard.degenerate[keep]
-    return inequalities(
-        hard.rows[keep], hard.lower[keep], hard.upper[keep], soft[keep], basis, degenerate
-    )
-
-
-@cache
-def _none_soft(rows: int) -> np.ndarray:
-    """No row soft: `rows` False flags, read-only, shared."""
-    flags = np.zeros(rows, dtype=bool)
-    flags.flags.writeable = False
-    return flags
-
-
-@cache
-def unbounded_box(nv: int) -> tuple[np.ndarray, np.ndarray]:
-    """The joint box where no joint rows bound q̈: (−∞, +∞) per coordinate, read-only, shared."""
-    lowest, highest = np.full(nv, -np.inf), np.full(nv, np.inf)
-    lowest.flags.writeable = highest.flags.writeable = False
-    return lowest, highest
 
 
 def equality_freedom(hard: HardConstraints, nv: int) -> Freedom | None:

@@ -331,7 +331,7 @@ class StackProblem:
             joint_flags[joints] = True
             box = (np.full(nv, -np.inf), np.full(nv, np.inf))
         ratios = degenerate_ratios(joint_flags)  # a joint bound's, or another row's
-        hard = HardConstraints(rows, lower, upper, equality, None, box, ratios)
+        hard = HardConstraints(rows, lower, upper, equality, None, box, ratios, joint_flags)
         cones = self._cone_rows(friction.start, pressure.start) if contacts else ()
         free = None if equality.any() else _all_free(hard, nv)
         return HardLayout(
