@@ -297,8 +297,9 @@ def call(rows, lower, upper, point, basis, step, soft=None, hessian=None, warm=N
     hessian = np.diag(np.arange(1.0, size + 1.0)) if hessian is None else hessian
     norms = np.linalg.norm(rows, axis=1)
     return split(stage_problem(
-        stacked(hessian, np.linspace(-1.0, 1.0, size), step), rows, lower, upper, soft, norms,
-        point, basis, warm, PRIMAL, CARRIED, np.full(rows.shape[0], DEGENERATE), SOFT,
+        stacked(hessian, np.linspace(-1.0, 1.0, size), step), rows, lower, upper, soft,
+        np.zeros(rows.shape[0], dtype=bool), norms, point, basis, warm, PRIMAL, CARRIED,
+        np.full(rows.shape[0], DEGENERATE), SOFT,
     ))  # fmt: skip
 
 
@@ -464,8 +465,8 @@ def test_a_joint_bound_is_soft_below_a_larger_ratio_than_other_rows(joint):
     assert inequality.degenerate.tolist() == expected
     verdict, _, out, _, hard, _, _ = split(stage_problem(
         stacked(np.diag([1.0, 2.0, 3.0]), np.array([0.3, -0.1, 0.2]), step), rows, lower,
-        upper, np.zeros(3, dtype=bool), inequality.norms, point, basis, np.zeros(0, np.int8),
-        PRIMAL, CARRIED, inequality.degenerate, SOFT,
+        upper, np.zeros(3, dtype=bool), inequality.yielding, inequality.norms, point, basis,
+        np.zeros(0, np.int8), PRIMAL, CARRIED, inequality.degenerate, SOFT,
     ))  # fmt: skip
     assert verdict == NEEDS_QP
     assert hard.tolist() == ([0, 1] if joint else [0, 1, 2])
@@ -797,18 +798,19 @@ def test_only_the_stages_over_the_equalities_own_freedom_are_first(monkeypatch):
 
 
 @pytest.mark.parametrize('equality', [False, True])
-def test_the_joint_rows_are_hard_until_a_level_has_solved_and_soft_below_it(monkeypatch, equality):
-    """The joint rows are hard for the first level with authority, soft below and for the least.
+def test_the_joint_rows_yield_below_the_first_level_with_authority(monkeypatch, equality):
+    """The joint rows yield in the stages after the first level with authority, none in it.
 
-    The other inequalities stay hard in every stage (`stage_rows.soft_below_first`).
+    Yielding: soft where the point sits on them (`stage_rows.stage_inequalities`); the other
+    inequalities never.
     """
-    seen, solve = [], cascade.solve_stage
+    seen, build = [], stage_qp.stage_problem
 
-    def recorded(problem, inequality, *arguments):
-        seen.append(inequality.soft.tolist())
-        return solve(problem, inequality, *arguments)
+    def recorded(*arguments):
+        seen.append(arguments[5].tolist())  # `yielding`, as the stage's kernel gets it
+        return build(*arguments)
 
-    monkeypatch.setattr(cascade, 'solve_stage', recorded)
+    monkeypatch.setattr(stage_qp, 'stage_problem', recorded)
     rows = np.array([[1.0, 0.5, -0.3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # a torque row, q̈₀, q̈₁
     lower, upper = np.array([-9.0, -2.0, -1.5]), np.array([8.0, 1.2, 3.0])
     joint, equal = np.array([False, True, True]), np.zeros(3, dtype=bool)
@@ -828,23 +830,32 @@ def test_the_joint_rows_are_hard_until_a_level_has_solved_and_soft_below_it(monk
     assert seen == [[False] * 3] + [[False, True, True]] * (1 if equality else 2)
 
 
-def test_a_level_below_the_first_passes_a_joint_bound_by_little_the_first_not_at_all():
-    """A joint bound gives a lower level under 10⁻³ of what it asks beyond, the first none.
+@pytest.mark.parametrize(('asked', 'yields'), [(10.0, True), (1.0, False)])
+def test_a_lower_level_passes_a_joint_bound_by_little_only_where_the_point_is_on_it(asked, yields):
+    """q̈₁ + q̈₂ = `asked` first, then q̈₁ = 5 past its bound 1.2.
 
-    q̈₁ = 10 asked past its bound 1.2: 8.8 beyond.
+    Asked 10, the first level puts q̈₁ on its bound (1.2, q̈₂ 8.8): the second passes it by
+    10⁻⁵ to 10⁻³ of the 3.8 it asks beyond (4·10⁻⁴), along q̈₁ − q̈₂ (the first's q̈₁ + q̈₂
+    kept). Asked 1, the point is inside (0.5, 0.5): the bound is hard for the second level,
+    which stops on it.
     """
-    rows = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     hard = cascade.HardConstraints(
-        rows, np.array([-2.0, -1.5]), np.array([1.2, 1.2]), np.zeros(2, dtype=bool),
-        joint=np.ones(2, dtype=bool),
+        np.array([[0.0, 1.0, 0.0]]), np.array([-1.5]), np.array([1.2]), np.zeros(1, dtype=bool),
+        joint=np.ones(1, dtype=bool),
     )  # fmt: skip
-    metric, reference = np.diag([1.0, 2.0, 3.0]), np.zeros(3)
-    wants = cascade.LevelRows(np.array([[0.0, 1.0, 0.0]]), np.array([10.0]), 1)
-    other = cascade.LevelRows(np.array([[1.0, 0.0, 0.3]]), np.array([0.5]), 1)
-    below = cascade.solve_cascade([other, wants], hard, metric, reference, 0.03).solution
-    first = cascade.solve_cascade([wants, other], hard, metric, reference, 0.03).solution
-    assert 1.2 < below[1] < 1.2 + 1e-3 * 8.8, below
-    assert first[1] <= 1.2 + 1e-9, first
+    levels = [
+        cascade.LevelRows(np.array([[0.0, 1.0, 1.0]]), np.array([asked]), 1),
+        cascade.LevelRows(np.array([[0.0, 1.0, 0.0]]), np.array([5.0]), 1),
+    ]
+    metric = np.diag([1.0, 2.0, 3.0])
+    first = cascade.solve_cascade(levels[:1], hard, metric, np.zeros(3), 0.03).solution
+    result = cascade.solve_cascade(levels, hard, metric, np.zeros(3), 0.03)
+    solution = result.solution
+    assert result.status == '' and abs(solution[1:].sum() - first[1:].sum()) < 1e-9
+    if yields:
+        assert 1.2 + 1e-5 * 3.8 < solution[1] < 1.2 + 1e-3 * 3.8, solution  # it does pass
+    else:
+        assert abs(solution[1] - 1.2) < 1e-9, solution
 
 
 @pytest.mark.parametrize('equality', [False, True])

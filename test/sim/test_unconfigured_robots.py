@@ -128,7 +128,7 @@ def test_an_arm_reaching_1_2_m_beyond_its_reach_comes_to_rest_inside_its_limits(
 #: Arms towards other sides, no rate limit: world axes from the last frame. The xArm7 (the
 #: case that stepped most, braking from its velocity limits into a singularity) and the Z1
 #: (shoulder and elbow at their walls: its posture level held at the vertex of two nearly
-#: parallel joint bounds, whose side turned over with the state, `stage_rows.soft_below_first`).
+#: parallel joint bounds, whose side turned over with the state, `stage_rows.stage_inequalities`).
 OTHER_DIRECTIONS = [
     pytest.param('xarm7', (0.0, 0.0, 1.0), id='xarm7-up'),
     pytest.param('xarm7', (0.0, 1.0, 0.0), id='xarm7-left'),

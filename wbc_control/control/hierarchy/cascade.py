@@ -8,7 +8,7 @@ contact forces. Every level keeps the hard constraints
     M_b q̈ + h_b = A_bᵀ f                   the unactuated base rows of M q̈ + h = Sᵀτ + Aᵀf
     τ⁻ ≤ M_a q̈ + h_a − A_aᵀ f ≤ τ⁺          the command's range (effort and rate limits)
     a⁻ ≤ q̈ᵢ ≤ a⁺                           joint limits (`control.constraints.joint_limits`;
-                                            soft below the first level, `stage_rows`)
+                                            they yield below the first level, `stage_rows`)
     C f ≤ 0                                 friction pyramids, unilateral normal forces
                                             (`control.constraints.friction`)
 
@@ -74,7 +74,6 @@ from wbc_control import lapack
 from wbc_control.control.hierarchy.level_kernel import WEAK_STIFFNESS, level_problem
 from wbc_control.control.hierarchy.stage_qp import Inequalities, solve_stage
 from wbc_control.control.hierarchy.stage_rows import (
-    soft_below_first,
     stage_inequalities,
     unbounded_box,
 )
@@ -116,8 +115,8 @@ class HardConstraints(NamedTuple):
     box: tuple[np.ndarray, np.ndarray] | None = None
     #: (r,) each row's degenerate ratio (`stage_qp.degenerate_ratios`); None: `DEGENERATE`.
     degenerate: np.ndarray | None = None
-    #: (r,) bool, the joint-bound rows: hard for the first level, soft below it
-    #: (`soft_below_first`); None: none.
+    #: (r,) bool, the joint-bound rows: they yield below the first level
+    #: (`stage_rows.stage_inequalities`); None: none.
     joint: np.ndarray | None = None
 
 
@@ -219,7 +218,6 @@ def solve_cascade(
     if freedom is None:
         return CascadeResult(None, 'the contact constraints are inconsistent', [])
     inequality = stage_inequalities(hard, freedom.basis, leading[0] if leading else None)
-    below = soft_below_first(inequality, hard)
     leading = leading[1:]
     box = hard.box if hard.box is not None else unbounded_box(nv)
     sets = WorkingSets(warm)
@@ -238,8 +236,7 @@ def solve_cascade(
             )  # fmt: skip
         if first:
             built.append(problem)
-        rows = inequality if first else below  # hard until a level has set directions
-        solved = _solve_level(problem, point, basis, moving, rows, sets, first)
+        solved = _solve_level(problem, point, basis, moving, inequality, sets, first)
         point, basis, moving, report = solved
         if point is None:  # `report` says why
             return CascadeResult(None, report, weights, leading=(inequality, *built))
@@ -247,17 +244,17 @@ def solve_cascade(
     # Least kinetic energy over the directions that move the joints, then the least weighted
     # forces over those that change the forces alone (internal forces): lexicographic, so the
     # force norm biases no joint acceleration.
-    point, status = _least(metric, slice(0, nv), basis[:, :moving], below, point, sets)
+    point, status = _least(metric, slice(0, nv), basis[:, :moving], inequality, point, sets)
     if point is None:
         return CascadeResult(None, status, weights)
     if nx > nv and basis.shape[1] > moving:
         internal = basis[:, moving:]
         start = point
-        point, status = _least(metric, slice(nv, nx), internal, below, start, sets)
+        point, status = _least(metric, slice(nv, nx), internal, inequality, start, sets)
         if point is not None and reweigh is not None:  # weights from this tick's own forces
             weighted = metric.copy()  # its force block is diagonal: only the diagonal changes
             weighted[nv:, nv:].flat[:: nx - nv + 1] = reweigh(point[nv:])
-            point, status = _least(weighted, slice(nv, nx), internal, below, start, sets)
+            point, status = _least(weighted, slice(nv, nx), internal, inequality, start, sets)
         if point is None:
             return CascadeResult(None, status, weights)
     return CascadeResult(point, '', weights, tuple(sets.found))

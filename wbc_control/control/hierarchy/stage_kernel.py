@@ -41,8 +41,8 @@ HARD_ROWS = types.Array(intc, 1, 'A', readonly=True)
 
 @kernel(
     STAGE_PROBLEM(
-        MATRIX, MATRIX, VECTOR, VECTOR, FLAGS, VECTOR, VECTOR, MATRIX, WORKING_SET, float64,
-        float64, VECTOR, float64,
+        MATRIX, MATRIX, VECTOR, VECTOR, FLAGS, FLAGS, VECTOR, VECTOR, MATRIX, WORKING_SET,
+        float64, float64, VECTOR, float64,
     ),
     any_layout=True,
 )  # fmt: skip
@@ -52,6 +52,7 @@ def stage_problem(
     lower,
     upper,
     soft,
+    yielding,
     norms,
     point,
     basis,
@@ -68,12 +69,14 @@ def stage_problem(
     entry per row of the QP) and `hard`: fewer arrays to hand back, as numba boxes each one
     with a Python call. `problem` stacks the stage's own H, gᵀ and closed-form step z*ᵀ over
     z (`level_kernel.level_problem`).
-    A row i of C goes to the solver where ‖cᵢ Z‖ is above 1e-12 of the largest, scaled to
+    A row i of C goes to the solver where ‖cᵢ Z‖ is above 1e-12 of the largest and of
+    `norms`ᵢ (a row the stage cannot move is not its to meet), scaled to
     cᵢ Z / ‖cᵢ Z‖, with the bounds (lowerᵢ − cᵢ x₀) / ‖cᵢ Z‖, (upperᵢ − cᵢ x₀) / ‖cᵢ Z‖ widened
     to 0 where x₀ meets them to `carried` (relative); the hard ones first, in order (`hard`:
     their numbers in C). A row is soft where marked so or where its ratio ‖cᵢ Z‖ / `norms`ᵢ
     (its gradient in the hard equalities' freedom, `stage_qp.inequalities`) is below
-    `HARD_SHARE` of `degenerate`ᵢ; it goes once, lowerᵢ ≤ cᵢ z + sᵢ ≤ upperᵢ (at the optimum
+    `HARD_SHARE` of `degenerate`ᵢ, or where it is `yielding` and x₀ is on or past one of its
+    bounds (to `carried`); it goes once, lowerᵢ ≤ cᵢ z + sᵢ ≤ upperᵢ (at the optimum
     |sᵢ| is its violation), or twice where lowerᵢ > upperᵢ, cᵢ z + sᵢ ≥ lowerᵢ then
     cᵢ z − sᵢ ≤ upperᵢ after all the others (|sᵢ| half the gap), and sᵢ costs
     w (r / (1 − r))² ‖cᵢ Z‖² sᵢ² in the scaled units, r = ratio / `degenerate`ᵢ (the
@@ -112,6 +115,7 @@ def stage_problem(
     for i in range(count):
         low[i], high[i] = lower[i] - offset[i], upper[i] - offset[i]
         widen = carried * (1.0 + abs(offset[i]))
+        on_bound = low[i] >= -widen or high[i] <= widen
         if low[i] <= widen:
             low[i] = min(low[i], 0.0)
         if high[i] >= -widen:
@@ -119,15 +123,18 @@ def stage_problem(
         norm = reduced_norms[i]
         ratio = norm / max(norms[i], 1e-300)
         share = ratio / degenerate[i]
-        is_soft = soft[i] or share < HARD_SHARE
-        if not norm > threshold:
+        is_soft = soft[i] or share < HARD_SHARE or (yielding[i] and on_bound)
+        if not norm > max(threshold, 1e-12 * norms[i]):
             slack = primal * (1.0 + abs(values[i]))
             if not is_soft and (low[i] > slack or high[i] < -slack):
                 return (STUCK, *empty, none, False)
             reduced_norms[i] = 0.0  # not handed over
             continue
         if is_soft:
-            weight[i] = (1.0 if soft[i] else (share / (1.0 - share)) ** 2) * norm * norm
+            factor = (share / (1.0 - share)) ** 2 if share < HARD_SHARE else math.inf
+            if soft[i] or (yielding[i] and on_bound):
+                factor = min(factor, 1.0)
+            weight[i] = factor * norm * norm
             soft_count += 1
             if low[i] > high[i]:
                 gap_count += 1

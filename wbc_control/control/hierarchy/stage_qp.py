@@ -74,13 +74,19 @@ class Inequalities(NamedTuple):
     soft: np.ndarray  # (r,) bool
     norms: np.ndarray  # (r,) ‖row Z₀‖, its gradient in what the hard equalities leave free
     degenerate: np.ndarray  # (r,) below this ratio to `norms` a row is soft in a stage
+    #: (r,) bool: soft in a stage below the first level where x₀ is on or past one of the
+    #: row's bounds (`stage_rows.stage_inequalities`)
+    yielding: np.ndarray
 
 
-def inequalities(rows, lower, upper, soft, basis=None, degenerate=None) -> Inequalities:
+def inequalities(
+    rows, lower, upper, soft, basis=None, degenerate=None, yielding=None
+) -> Inequalities:
     """`Inequalities` with their row norms in the equalities' freedom, once for every stage.
 
     `basis`: Z₀, an orthonormal basis of what the hard equalities leave free (None: all of x);
-    `degenerate`: each row's threshold (`degenerate_ratios`; None: `DEGENERATE` for all).
+    `degenerate`: each row's threshold (`degenerate_ratios`; None: `DEGENERATE` for all);
+    `yielding`: the rows soft below the first level where the point is on them (None: none).
     A stage measures how much of a row its freedom keeps against this (`DEGENERATE`): the
     equalities hold exactly, so what they take from a row is no rounding of the stages above.
     """
@@ -88,7 +94,9 @@ def inequalities(rows, lower, upper, soft, basis=None, degenerate=None) -> Inequ
     norms = np.sqrt(einsum('ij,ij->i', reduced, reduced))
     if degenerate is None:
         degenerate = _degenerate(norms.shape[0])
-    return Inequalities(rows, lower, upper, soft, norms, degenerate)
+    if yielding is None:
+        yielding = _none_yielding(norms.shape[0])
+    return Inequalities(rows, lower, upper, soft, norms, degenerate, yielding)
 
 
 def degenerate_ratios(joint: np.ndarray) -> np.ndarray:
@@ -99,6 +107,14 @@ def degenerate_ratios(joint: np.ndarray) -> np.ndarray:
     thresholds = np.where(joint, JOINT_DEGENERATE, DEGENERATE)
     thresholds.flags.writeable = False
     return thresholds
+
+
+@cache
+def _none_yielding(count: int) -> np.ndarray:
+    """No row yielding: `count` False flags, read-only, shared."""
+    flags = np.zeros(count, dtype=bool)
+    flags.flags.writeable = False
+    return flags
 
 
 @cache
@@ -124,11 +140,14 @@ def solve_stage(
     which hard rows bind at the solution (+1 upper, -1 lower, 0 none, one per row of
     `inequality`); a `warm` such guess is DAQP's first working set. `first`: x₀ and Z are the
     hard equalities' own solution and freedom (no stage above moved x₀ onto a bound), where
-    DAQP's proof of infeasibility is trusted (`_daqp`).
+    DAQP's proof of infeasibility is trusted (`_daqp`) and no row yields.
     """
-    rows, lower, upper, soft, norms, degenerate = inequality
+    rows, lower, upper, soft, norms, degenerate, yielding = inequality
+    if first:  # no level above has set directions: nothing yields
+        yielding = _none_yielding(lower.shape[0])
     verdict, qp, bounds, sense_hard, warmed = stage_problem(
-        problem, rows, lower, upper, soft, norms, point, basis, _COLD if warm is None else warm,
+        problem, rows, lower, upper, soft, yielding, norms, point, basis,
+        _COLD if warm is None else warm,
         PRIMAL_TOLERANCE, CARRIED_TOLERANCE, degenerate, SOFT_WEIGHT,
     )  # fmt: skip
     size, count = problem.shape[1], lower.shape[0]
