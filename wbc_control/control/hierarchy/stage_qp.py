@@ -95,7 +95,7 @@ def inequalities(
     if degenerate is None:
         degenerate = _degenerate(norms.shape[0])
     if yielding is None:
-        yielding = _none_yielding(norms.shape[0])
+        yielding = no_rows(norms.shape[0])
     return Inequalities(rows, lower, upper, soft, norms, degenerate, yielding)
 
 
@@ -110,8 +110,8 @@ def degenerate_ratios(joint: np.ndarray) -> np.ndarray:
 
 
 @cache
-def _none_yielding(count: int) -> np.ndarray:
-    """No row yielding: `count` False flags, read-only, shared."""
+def no_rows(count: int) -> np.ndarray:
+    """`count` False row flags (no row soft, none yielding), read-only, shared per count."""
     flags = np.zeros(count, dtype=bool)
     flags.flags.writeable = False
     return flags
@@ -144,7 +144,7 @@ def solve_stage(
     """
     rows, lower, upper, soft, norms, degenerate, yielding = inequality
     if first:  # no level above has set directions: nothing yields
-        yielding = _none_yielding(lower.shape[0])
+        yielding = no_rows(lower.shape[0])
     verdict, qp, bounds, sense_hard, warmed = stage_problem(
         problem, rows, lower, upper, soft, yielding, norms, point, basis,
         _COLD if warm is None else warm,

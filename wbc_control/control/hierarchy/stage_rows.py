@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from wbc_control.control.hierarchy.stage_qp import Inequalities, inequalities
+from wbc_control.control.hierarchy.stage_qp import Inequalities, inequalities, no_rows
 
 if TYPE_CHECKING:  # cascade imports this module
     from wbc_control.control.hierarchy.cascade import HardConstraints
@@ -36,7 +36,7 @@ def stage_inequalities(
     physical, never yield.
     """
     equal = hard.equality
-    soft = _none_soft(equal.shape[0]) if hard.soft is None else hard.soft
+    soft = no_rows(equal.shape[0]) if hard.soft is None else hard.soft
     if not np.logical_or.reduce(equal):
         if known is not None:
             return known._replace(soft=soft)
@@ -51,14 +51,6 @@ def stage_inequalities(
     return inequalities(
         hard.rows[keep], hard.lower[keep], hard.upper[keep], soft[keep], basis, degenerate, joint
     )
-
-
-@cache
-def _none_soft(rows: int) -> np.ndarray:
-    """No row soft: `rows` False flags, read-only, shared."""
-    flags = np.zeros(rows, dtype=bool)
-    flags.flags.writeable = False
-    return flags
 
 
 @cache
