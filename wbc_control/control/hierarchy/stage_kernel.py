@@ -131,9 +131,11 @@ def stage_problem(
             reduced_norms[i] = 0.0  # not handed over
             continue
         if is_soft:
-            factor = (share / (1.0 - share)) ** 2 if share < HARD_SHARE else math.inf
-            if soft[i] or (yielding[i] and on_bound):
-                factor = min(factor, 1.0)
+            factor = 1.0  # marked soft, or yielding
+            if not soft[i] and share < HARD_SHARE:
+                factor = (share / (1.0 - share)) ** 2
+                if yielding[i] and on_bound:
+                    factor = min(factor, 1.0)
             weight[i] = factor * norm * norm
             soft_count += 1
             if low[i] > high[i]:
