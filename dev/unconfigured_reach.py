@@ -40,6 +40,8 @@ import unconfigured_runs as runs  # noqa: E402
 from wbc_control.config.schema import load_schema  # noqa: E402
 from wbc_control.exceptions import InvalidValue  # noqa: E402
 
+#: The tested arms and the four more (`unconfigured_runs`), by name.
+ARMS = runs.ARMS | runs.MORE_ARMS
 #: The ways to the target from the frame, in world axes; 'out': horizontally away from the base.
 DIRECTIONS = {
     'out': None,
@@ -84,7 +86,7 @@ def describe(arm: str, direction: str, rate_limit: float, outcome, limits) -> tu
 def main() -> None:
     """Run each direction and print what it did."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    arms = sorted(runs.ARMS | runs.MORE_ARMS)
+    arms = sorted(ARMS)
     parser.add_argument('--arm', nargs='+', choices=arms, default=['xarm7'])
     parser.add_argument('--directions', nargs='+', choices=list(DIRECTIONS), default=['out'])
     parser.add_argument(
@@ -128,7 +130,7 @@ def random_starts(arm: str, count: int, seed: int) -> list[tuple[str, np.ndarray
     Each joint uniform over the middle 70 % of its range (a joint without limits: of ±π);
     the direction's name is its rounded components, which `DIRECTIONS` learns.
     """
-    robot, _, _ = runs.build((runs.ARMS | runs.MORE_ARMS)[arm], False)
+    robot, _, _ = runs.build(ARMS[arm], False)
     lower, upper = robot.position_limits
     bounded = np.isfinite(lower) & np.isfinite(upper)
     lower, upper = np.where(bounded, lower, -np.pi), np.where(bounded, upper, np.pi)
@@ -153,7 +155,7 @@ def reach_once(
     start: np.ndarray | None = None,
 ) -> tuple[str, bool]:
     """`describe`'s line and verdict for one arm, direction, rate limit (and start pose)."""
-    robot, simulation, positions = runs.build((runs.ARMS | runs.MORE_ARMS)[arm], False)
+    robot, simulation, positions = runs.build(ARMS[arm], False)
     if start is not None:
         positions = start
         simulation.reset(positions)
