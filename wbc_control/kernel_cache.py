@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 KERNEL_SOURCES = (
     'cholesky_kernel.py',
     'control/constraints/centre_of_pressure.py',
+    'control/constraints/gravity_holding.py',
     'control/contact/contact_kernel.py',
     'control/constraints/joint_limits.py',
     'control/constraints/torque_limits.py',

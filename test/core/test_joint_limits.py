@@ -366,7 +366,7 @@ def ramped_approach(
         acceleration_bounds(
             np.array([position]), np.array([velocity]), np.eye(1), bias, index, index,
             -10.0 * ones, wall * ones, 2.0 * ones, 20.0 * ones, np.full(1, np.nan),
-            np.array([bound_rate]), 10.0, lower, upper,
+            np.array([bound_rate]), 10.0, np.full((2, 1), np.inf), lower, upper,
         )  # fmt: skip
         wanted = upper[0] + bias[0]
         step = rate_limit * dt

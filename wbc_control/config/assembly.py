@@ -51,6 +51,7 @@ def build_loop(
             response=settings.joint_limit_response,
             max_acceleration=settings.max_joint_acceleration,
             torque_rate_limits=settings.torque_rate_limits,
+            holding=not settings.robot_compensates_gravity,
         )
     compensated = settings.robot_compensates_gravity
     controller = PrioritizedController(

@@ -51,9 +51,10 @@ from numba import boolean, float64, types
 import numpy as np
 import numpy.typing as npt
 
+from wbc_control.control.constraints.gravity_holding import HoldingWalls
 from wbc_control.exceptions import InvalidShape, InvalidValue
 from wbc_control.kernel_cache import kernel
-from wbc_control.kernel_types import INDEX, VECTOR
+from wbc_control.kernel_types import INDEX, MATRIX, VECTOR
 from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
@@ -86,6 +87,9 @@ class JointLimits:
             effort limits; None: from the effort limits for all.
         torque_rate_limits: ṙ per actuated joint (N m/s, inf for none), for the braking's ramp;
             None: none.
+        holding: whether the effort limits bound the whole torque, gravity's included, so that
+            a joint that cannot hold its arm up everywhere gets holding walls
+            (`gravity_holding`); False for a driver that adds gravity itself.
     """
 
     def __init__(
@@ -96,6 +100,7 @@ class JointLimits:
         response: float = DEFAULT_JOINT_LIMIT_RESPONSE,
         max_acceleration: npt.ArrayLike | None = None,
         torque_rate_limits: npt.ArrayLike | None = None,
+        holding: bool = True,
     ) -> None:
         margin, response = float(margin), float(response)
         if not (math.isfinite(margin) and margin >= 0.0):
@@ -128,6 +133,8 @@ class JointLimits:
         # to them is inf at any finite position) the cosine, a finite stand-in.
         self._q_positions = _position_entries(robot)
         self._bounds = np.empty((2, size))
+        holds = self.effort_limits if holding else np.full(size, np.inf)  # inf: no walls
+        self.holding = HoldingWalls(robot, holds)
 
     def bounds(self, state: RobotState) -> np.ndarray:
         """(a⁻, a⁺) of every actuated joint at `state`, the rows of a `(2, n_act)` buffer.
@@ -138,7 +145,7 @@ class JointLimits:
             state.q, state.v, state.mass_matrix, state.nonlinear_effects, self._q_positions,
             self.velocity_indices, self.lower_wall, self.upper_wall, self.max_speed,
             self.effort_limits, self.max_acceleration, self.torque_rate_limits, self.response,
-            self._bounds[0], self._bounds[1],
+            self.holding.distances(state.q), self._bounds[0], self._bounds[1],
         )  # fmt: skip
         return self._bounds
 
@@ -185,7 +192,8 @@ def _ceiling(distance, max_speed, braking, rate, delay):  # pragma: no cover - r
 @kernel(
     types.void(
         VECTOR, VECTOR, types.Array(float64, 2, 'A', readonly=True), VECTOR, INDEX, INDEX,
-        VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, float64, float64[::1], float64[::1],
+        VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, float64, MATRIX, float64[::1],
+        float64[::1],
     ),
 )  # fmt: skip
 def acceleration_bounds(
@@ -202,13 +210,16 @@ def acceleration_bounds(
     declared,
     torque_rate,
     rate,
+    holding,
     lower,
     upper,
 ):  # pragma: no cover - runs compiled
     """Write a⁻ and a⁺ of every joint (`JointLimits.bounds`, the module docstring).
 
     Joint i's position is q[positions[i]], its speed v[velocities[i]]; `declared[i]` is its aᵦ,
-    NaN for β (τ̄ − |hᵢ|) / Mᵢᵢ; `torque_rate[i]` its ṙ, inf for none (then t = 0).
+    NaN for β (τ̄ − |hᵢ|) / Mᵢᵢ; `torque_rate[i]` its ṙ, inf for none (then t = 0);
+    `holding[0, i]`, `holding[1, i]` the distances to its holding walls above and below it
+    (`gravity_holding`; inf for none), walls besides the position walls.
     """
     for i in range(positions.shape[0]):
         j = velocities[i]
@@ -219,8 +230,10 @@ def acceleration_bounds(
             braking = BRAKING_SHARE * room / mass[j, j]
         jerk = JERK_SHARE * torque_rate[i] / mass[j, j]
         delay = braking / jerk
-        up = _ceiling(upper_wall[i] - position, max_speed[i], braking, rate, delay)
-        down = _ceiling(position - lower_wall[i], max_speed[i], braking, rate, delay)
+        above = min(upper_wall[i] - position, holding[0, i])
+        below = min(position - lower_wall[i], holding[1, i])
+        up = _ceiling(above, max_speed[i], braking, rate, delay)
+        down = _ceiling(below, max_speed[i], braking, rate, delay)
         over = OVERSPEED_RESPONSE * rate
         high = rate * (up - velocity) - over * max(velocity - max_speed[i], 0.0)
         low = rate * (-down - velocity) + over * max(-velocity - max_speed[i], 0.0)

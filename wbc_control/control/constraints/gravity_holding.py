@@ -1,0 +1,104 @@
+"""Holding walls: where a joint's effort limit can no longer hold its arm up against gravity.
+
+A revolute joint i whose effort limit τ̄ᵢ is below the largest gravity torque its subtree can
+put on it (a light shoulder, a payload beyond capacity) cannot hold the arm in every pose:
+driven there, it saturates with nothing left to brake with, and the arm swings at the limit.
+The holding walls keep such a joint where a share β = `HOLDING_SHARE` of τ̄ᵢ holds it, the
+rest being left to brake and to move it, as walls of its viability bounds
+(`joint_limits`: the joint brakes towards them as towards its URDF walls, and is pulled
+back from beyond them).
+
+With the other joints where they are, turning joint i by δ turns its subtree rigidly about the
+joint's axis a, so the gravity torque on it is a sinusoid of δ. For a subtree of mass m, centre
+of mass r from the axis and F = m g⃗, a · (R(δ) r × F) = a · (r⊥ × F) cos δ + a · ((a × r⊥) × F)
+sin δ (Rodrigues' rotation formula; the part of r along a gives no torque), and its value and
+slope at δ = 0 are gᵢ(q) and Gᵢᵢ = ∂gᵢ/∂qᵢ (Carpentier & Mansard 2018's derivatives of the
+generalized gravity, computed by Pinocchio):
+
+    gᵢ(q + δ eᵢ) = gᵢ cos δ + Gᵢᵢ sin δ = A cos(δ − φ),   A = √(gᵢ² + Gᵢᵢ²),  φ = atan2(Gᵢᵢ, gᵢ).
+
+Where A ≤ β τ̄ᵢ the joint holds in any pose of its own: no wall. Else |gᵢ| > β τ̄ᵢ on the arcs
+|δ − φ − k π| < α, α = arccos(β τ̄ᵢ / A), and with ψ = −φ mod π (where the joint is, measured
+from the last peak of |gᵢ|, ψ ∈ [0, π)) the walls stand at
+
+    d⁺ = π − α − ψ   above the joint,   d⁻ = ψ − α   below it,
+
+each negative beyond its wall (inside an arc the joint cannot hold: the nearer way out is the
+one whose distance is negative). Recomputed at every tick: moving the other joints moves the
+walls. Fixed-base robots only: on a floating base the stance legs' load is the contact
+forces', not gᵢ.
+"""
+
+import math
+
+from numba import float64, types
+import numpy as np
+import pinocchio as pin
+
+from wbc_control.kernel_cache import kernel
+from wbc_control.kernel_types import INDEX, MATRIX, VECTOR
+from wbc_control.model.robot_model import RobotModel
+
+#: β: the share of a joint's effort limit the static gravity torque may take at its holding
+#: walls; the rest brakes and moves it.
+HOLDING_SHARE = 0.8
+
+
+class HoldingWalls:
+    """The holding walls (module docstring) of a fixed-base robot's revolute actuated joints.
+
+    Args:
+        robot: the model; a floating base or no revolute joint with a finite effort limit
+            gives no walls (`distances` returns infinities).
+        effort_limits: τ̄ per actuated joint (N m, inf for none).
+    """
+
+    def __init__(self, robot: RobotModel, effort_limits: np.ndarray) -> None:
+        size = robot.n_actuated
+        limits = np.asarray(effort_limits, dtype=float)
+        revolute = np.array(
+            [_is_revolute(robot.model, robot.model.getJointId(name)) for name in robot.joint_names]
+        )
+        chosen = revolute & np.isfinite(limits) if size else np.zeros(0, dtype=bool)
+        self.joints = np.flatnonzero(chosen).astype(np.int64)  # actuated order
+        self.columns = np.asarray(robot.indices.v, dtype=np.int64)[self.joints]  # their v index
+        self.held = HOLDING_SHARE * limits[self.joints]  # β τ̄ᵢ
+        self.active = bool(self.joints.size) and not robot.floating_base
+        self.model, self._data = robot.model, robot.model.createData()
+        self._walls = np.full((2, size), np.inf)  # d⁺, d⁻
+
+    def distances(self, q: np.ndarray) -> np.ndarray:
+        """(d⁺, d⁻) per actuated joint at configuration `q`, a `(2, n_act)` buffer; inf: none.
+
+        Rewritten by the next call.
+        """
+        if self.active:
+            slopes = pin.computeGeneralizedGravityDerivatives(self.model, self._data, q)
+            holding_walls(self._data.g, slopes, self.joints, self.columns, self.held, self._walls)
+        return self._walls
+
+
+def _is_revolute(model: pin.Model, joint: int) -> bool:
+    """Whether joint `joint` of `model` turns about one axis (bounded or continuous)."""
+    name = model.joints[joint].shortname()
+    return name.startswith(('JointModelR', 'JointModelRevolute'))
+
+
+@kernel(types.void(VECTOR, MATRIX, INDEX, INDEX, VECTOR, float64[:, ::1]))
+def holding_walls(gravity, slopes, joints, columns, held, walls):  # pragma: no cover - compiled
+    """Write d⁺ (`walls[0]`) and d⁻ (`walls[1]`) of the module docstring for `joints`.
+
+    Joint `joints[k]` (actuated order) has gᵢ = gravity[columns[k]], Gᵢᵢ = slopes[c, c] for
+    c = columns[k], β τ̄ᵢ = held[k]; the other entries of `walls` stay inf.
+    """
+    for k in range(joints.shape[0]):
+        column, joint = columns[k], joints[k]
+        value, slope = gravity[column], slopes[column, column]
+        amplitude = math.hypot(value, slope)
+        if amplitude <= held[k]:
+            walls[0, joint] = walls[1, joint] = math.inf
+            continue
+        half_arc = math.acos(held[k] / amplitude)
+        phase = -math.atan2(slope, value) % math.pi
+        walls[0, joint] = math.pi - half_arc - phase
+        walls[1, joint] = phase - half_arc
