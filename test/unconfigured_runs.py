@@ -45,7 +45,8 @@ ARMS = {
     ),
     'ur10': Robot('ur_description/urdf/ur10_robot.urdf'),
 }
-#: Arms `dev/unconfigured_reach.py` also runs, not the tests (docs/safety.md gives their figures).
+#: Arms `dev/unconfigured_reach.py` also runs (docs/safety.md gives their figures); the tests
+#: run Talos' left arm alone for its holding walls only.
 MORE_ARMS = {
     'ur3': Robot('ur_description/urdf/ur3_robot.urdf'),
     'ur5': Robot('ur_description/urdf/ur5_robot.urdf'),
