@@ -13,8 +13,14 @@ import pinocchio as pin
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.constraints.gravity_holding import HOLDING_SHARE, HoldingWalls
+from wbc_control.control.constraints.gravity_holding import (
+    HOLDING_SHARE,
+    HoldingWalls,
+    peak_bounds,
+)
 from wbc_control.control.constraints.joint_limits import JointLimits
+from wbc_control.model.example_robots import robots_directory
+from wbc_control.model.robot_model import RobotModel
 from wbc_control.model.robot_state import RobotState
 
 #: Arms whose effort limits cannot hold them in every pose: Talos's left arm as shipped, and a
@@ -94,9 +100,11 @@ def test_the_walls_stand_where_gravity_takes_the_holding_share_and_the_joint_hol
 
 
 def test_strong_joints_prismatic_joints_floating_bases_and_compensated_gravity_get_no_walls():
-    panda = robot('panda')  # holds itself in every pose
+    panda = robot('panda')  # holds itself in every pose: no Pinocchio call at all
     state = random_state(panda, 3)
-    assert np.isinf(HoldingWalls(panda, panda.effort_limits).distances(state.q)).all()
+    strong = HoldingWalls(panda, panda.effort_limits)
+    assert not strong.active
+    assert np.isinf(strong.distances(state.q)).all()
     weak = panda.effort_limits * 0.05
     walls = HoldingWalls(panda, weak)
     assert list(walls.joints) == list(range(7))  # the fingers (prismatic) have none
@@ -164,3 +172,25 @@ def test_walls_stand_exactly_where_the_peak_gravity_exceeds_the_holding_share(sh
     if walled:  # a tiny arc around the peak, which the joint cannot hold
         arcs = distances[0, 1:3] + distances[1, 1:3]
         assert (arcs < np.pi).all() and (arcs > np.pi - 0.01).all()
+
+
+@pytest.mark.parametrize('name', ['panda', 'ur5', 'talos_left_arm', 'kinova'])
+@settings(max_examples=40, deadline=None)
+@given(seed=SEEDS)
+def test_the_peak_gravity_torque_of_every_joint_stays_under_its_bound_in_any_pose(name, seed):
+    """A = √(gᵢ² + Gᵢᵢ²) ≤ Âᵢ (`peak_bounds`) for every revolute joint, continuous ones too."""
+    if name == 'kinova':
+        path = robots_directory() / 'kinova_description/robots/kinova.urdf'
+        model = RobotModel.from_urdf_path(path)  # continuous joints
+    else:
+        model = robot(name)
+    q = random_state(model, seed).q
+    slopes = pin.computeGeneralizedGravityDerivatives(model.model, model.model.createData(), q)
+    amplitudes = np.hypot(gravity_at(model, q), np.diag(slopes))
+    ids = [model.model.getJointId(joint) for joint in model.joint_names]
+    ids = [
+        joint for joint in ids if model.model.joints[joint].shortname().startswith('JointModelR')
+    ]
+    columns = [model.model.joints[joint].idx_v for joint in ids]
+    peaks = peak_bounds(model.model)[ids]
+    assert (amplitudes[columns] <= peaks * (1.0 + 1e-12) + 1e-9).all(), amplitudes[columns] / peaks

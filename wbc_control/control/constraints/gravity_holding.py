@@ -27,6 +27,14 @@ each negative beyond its wall (inside an arc the joint cannot hold: the nearer w
 one whose distance is negative). Recomputed at every tick: moving the other joints moves the
 walls. Fixed-base robots only: on a floating base the stance legs' load is the contact
 forces', not gᵢ.
+
+One Pinocchio call computes them (the derivatives, which leave g(q) in its data), and none at
+all on an arm whose joints hold it in any pose. For a subtree of mass m whose centre of mass
+lies r⊥ off the axis, A = |g⃗⊥| m |r⊥| (g⃗⊥: gravity across the axis), so over every pose
+A ≤ Âᵢ = |g⃗| Σ_b m_b (ρ_b + |c_b|) (`peak_bounds`; the triangle inequality), summed over the
+subtree's bodies: ρ_b the lengths of the joint placements from joint i to the body's joint,
+c_b the body's centre of mass in its own frame. Where Âᵢ ≤ β τ̄ᵢ for every joint no wall is
+ever needed (the Panda's Âᵢ are at most 0.83 of its limits).
 """
 
 import math
@@ -41,30 +49,30 @@ from wbc_control.model.robot_model import RobotModel
 
 #: β: the share of a joint's effort limit the static gravity torque may take at its holding
 #: walls; the rest brakes and moves it.
-HOLDING_SHARE = 0.8
+HOLDING_SHARE = 0.85
 
 
 class HoldingWalls:
     """The holding walls (module docstring) of a fixed-base robot's revolute actuated joints.
 
     Args:
-        robot: the model; a floating base or no revolute joint with a finite effort limit
-            gives no walls (`distances` returns infinities).
+        robot: the model; a floating base, or no revolute joint whose effort limit is finite and
+            below its `peak_bounds`, gives no walls (`distances` returns infinities).
         effort_limits: τ̄ per actuated joint (N m, inf for none).
     """
 
     def __init__(self, robot: RobotModel, effort_limits: np.ndarray) -> None:
-        size = robot.n_actuated
+        size, model = robot.n_actuated, robot.model
         limits = np.asarray(effort_limits, dtype=float)
-        revolute = np.array(
-            [_is_revolute(robot.model, robot.model.getJointId(name)) for name in robot.joint_names]
-        )
+        ids = [model.getJointId(name) for name in robot.joint_names]
+        revolute = np.array([_is_revolute(model, joint) for joint in ids], dtype=bool)
         chosen = revolute & np.isfinite(limits) if size else np.zeros(0, dtype=bool)
         self.joints = np.flatnonzero(chosen).astype(np.int64)  # actuated order
         self.columns = np.asarray(robot.indices.v, dtype=np.int64)[self.joints]  # their v index
         self.held = HOLDING_SHARE * limits[self.joints]  # β τ̄ᵢ
-        self.active = bool(self.joints.size) and not robot.floating_base
-        self.model, self._data = robot.model, robot.model.createData()
+        peaks = peak_bounds(model)[[ids[joint] for joint in self.joints]]
+        self.active = not robot.floating_base and bool((peaks > self.held).any())
+        self.model, self._data = model, model.createData()
         self._walls = np.full((2, size), np.inf)  # d⁺, d⁻
 
     def distances(self, q: np.ndarray) -> np.ndarray:
@@ -82,6 +90,27 @@ def _is_revolute(model: pin.Model, joint: int) -> bool:
     """Whether joint `joint` of `model` turns about one axis (bounded or continuous)."""
     name = model.joints[joint].shortname()
     return name.startswith(('JointModelR', 'JointModelRevolute'))
+
+
+def peak_bounds(model: pin.Model) -> np.ndarray:
+    """Âⱼ per joint of `model` `(njoints,)`: the module docstring's bound of A over all poses.
+
+    |g⃗| Σ over the joint's subtree of m_b (ρ_b + |c_b|), ρ_b the sum of the lengths of the
+    joint placements from joint j (exclusive) to body b's joint (inclusive).
+    """
+    gravity = float(np.linalg.norm(model.gravity.linear))
+    peaks = np.zeros(model.njoints)
+    for joint in range(1, model.njoints):
+        reach = {joint: 0.0}
+        total = 0.0
+        for body in model.subtrees[joint]:  # depth first: a parent before its children
+            if body != joint:
+                placement = model.jointPlacements[body].translation
+                reach[body] = reach[model.parents[body]] + float(np.linalg.norm(placement))
+            inertia = model.inertias[body]
+            total += inertia.mass * (reach[body] + float(np.linalg.norm(inertia.lever)))
+        peaks[joint] = gravity * total
+    return peaks
 
 
 @kernel(types.void(VECTOR, MATRIX, INDEX, INDEX, VECTOR, float64[:, ::1]))
