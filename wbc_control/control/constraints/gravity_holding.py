@@ -73,7 +73,8 @@ class HoldingWalls:
         peaks = peak_bounds(model)[[ids[joint] for joint in self.joints]]
         self.active = not robot.floating_base and bool((peaks > self.held).any())
         self.model, self._data = model, model.createData()
-        self._walls = np.full((2, size), np.inf)  # d⁺, d⁻
+        #: d⁺, d⁻ `(2, n_act)` as `distances` last wrote them; all inf while not `active`.
+        self.walls = np.full((2, size), np.inf)
 
     def distances(self, q: np.ndarray) -> np.ndarray:
         """(d⁺, d⁻) per actuated joint at configuration `q`, a `(2, n_act)` buffer; inf: none.
@@ -82,8 +83,8 @@ class HoldingWalls:
         """
         if self.active:
             slopes = pin.computeGeneralizedGravityDerivatives(self.model, self._data, q)
-            holding_walls(self._data.g, slopes, self.joints, self.columns, self.held, self._walls)
-        return self._walls
+            holding_walls(self._data.g, slopes, self.joints, self.columns, self.held, self.walls)
+        return self.walls
 
 
 def _is_revolute(model: pin.Model, joint: int) -> bool:

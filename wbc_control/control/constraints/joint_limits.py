@@ -141,11 +141,13 @@ class JointLimits:
 
         The buffer is rewritten by the next call.
         """
+        holding = self.holding  # no call on an arm that needs no holding walls (most)
+        walls = holding.distances(state.q) if holding.active else holding.walls
         acceleration_bounds(
             state.q, state.v, state.mass_matrix, state.nonlinear_effects, self._q_positions,
             self.velocity_indices, self.lower_wall, self.upper_wall, self.max_speed,
             self.effort_limits, self.max_acceleration, self.torque_rate_limits, self.response,
-            self.holding.distances(state.q), self._bounds[0], self._bounds[1],
+            walls, self._bounds[0], self._bounds[1],
         )  # fmt: skip
         return self._bounds
 
