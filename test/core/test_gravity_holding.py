@@ -174,7 +174,36 @@ def test_walls_stand_exactly_where_the_peak_gravity_exceeds_the_holding_share(sh
         assert (arcs < np.pi).all() and (arcs > np.pi - 0.01).all()
 
 
-@pytest.mark.parametrize('name', ['panda', 'ur5', 'talos_left_arm', 'kinova'])
+#: A shoulder lifting a 1 m telescope with a 5 kg load at its end: the slider's travel is most
+#: of the load's lever.
+TELESCOPE_URDF = """<robot name="telescope"><link name="base"/>
+  <link name="boom"><inertial><origin xyz="0.1 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <link name="load"><inertial><mass value="5"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="boom"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="60" velocity="1"/></joint>
+  <joint name="extend" type="prismatic"><parent link="boom"/><child link="load"/>
+    <origin xyz="0.2 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="0" upper="1.0" effort="100" velocity="1"/></joint>
+</robot>"""
+
+
+def test_a_sliders_travel_counts_in_the_peak_bound():
+    """Held out and fully extended, the load's 5 kg at 1.2 m: the bound counts the travel."""
+    telescope = RobotModel.from_urdf_string(TELESCOPE_URDF)
+    q = telescope.configuration(np.array([0.0, 1.0]))
+    peak = abs(gravity_at(telescope, q)[0])
+    assert peak == pytest.approx(9.81 * (1.0 * 0.1 + 5.0 * 1.2), rel=1e-6)
+    assert peak_bounds(telescope.model)[1] >= peak
+    walls = HoldingWalls(telescope, telescope.effort_limits)  # 60 N m: 51 held, 59.8 needed
+    assert walls.active
+    assert np.isfinite(walls.distances(q)[:, 0]).all()
+    free = RobotModel.from_urdf_string(TELESCOPE_URDF.replace('lower="0" upper="1.0"', ''))
+    assert np.isinf(peak_bounds(free.model)[1])  # unbounded travel: no bound, always active
+
+
+@pytest.mark.parametrize('name', ['panda', 'ur5', 'talos_left_arm', 'kinova', 'telescope'])
 @settings(max_examples=40, deadline=None)
 @given(seed=SEEDS)
 def test_the_peak_gravity_torque_of_every_joint_stays_under_its_bound_in_any_pose(name, seed):
@@ -182,6 +211,8 @@ def test_the_peak_gravity_torque_of_every_joint_stays_under_its_bound_in_any_pos
     if name == 'kinova':
         path = robots_directory() / 'kinova_description/robots/kinova.urdf'
         model = RobotModel.from_urdf_path(path)  # continuous joints
+    elif name == 'telescope':
+        model = RobotModel.from_urdf_string(TELESCOPE_URDF)
     else:
         model = robot(name)
     q = random_state(model, seed).q

@@ -10,6 +10,7 @@ out of reach whatever the joints do: the controller names such tasks (docs/safet
 out of reach). A floating base can carry the frame anywhere: no bound.
 """
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -49,13 +50,23 @@ def frame_reach(robot: RobotModel, frame_id: int) -> Reach | None:
     for joint_id in chain[1:]:
         radius += float(np.linalg.norm(model.jointPlacements[joint_id].translation))
     for joint_id in chain:
-        if model.joints[joint_id].shortname() in PRISMATIC:
-            index = model.joints[joint_id].idx_q
-            travel = max(
-                abs(model.lowerPositionLimit[index]), abs(model.upperPositionLimit[index])
-            )
-            if not np.isfinite(travel) or travel >= np.finfo(float).max:
-                return None
-            radius += float(travel)
+        travel = prismatic_travel(model, joint_id)
+        if not np.isfinite(travel):
+            return None
+        radius += travel
     anchor = np.array(model.jointPlacements[chain[0]].translation)
     return Reach(anchor, radius, model.names[chain[0]])
+
+
+def prismatic_travel(model, joint_id: int) -> float:
+    """How far joint `joint_id` of `model` can slide from its zero (m): 0 unless prismatic.
+
+    The larger of its limits' magnitudes; inf where a limit is unbounded.
+    """
+    if model.joints[joint_id].shortname() not in PRISMATIC:
+        return 0.0
+    index = model.joints[joint_id].idx_q
+    travel = max(abs(model.lowerPositionLimit[index]), abs(model.upperPositionLimit[index]))
+    if not np.isfinite(travel) or travel >= np.finfo(float).max:
+        return math.inf
+    return float(travel)

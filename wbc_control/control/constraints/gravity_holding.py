@@ -31,9 +31,10 @@ forces', not gᵢ.
 One Pinocchio call computes them (the derivatives, which leave g(q) in its data), and none at
 all on an arm whose joints hold it in any pose. For a subtree of mass m whose centre of mass
 lies r⊥ off the axis, A = |g⃗⊥| m |r⊥| (g⃗⊥: gravity across the axis), so over every pose
-A ≤ Âᵢ = |g⃗| Σ_b m_b (ρ_b + |c_b|) (`peak_bounds`; the triangle inequality), summed over the
-subtree's bodies: ρ_b the lengths of the joint placements from joint i to the body's joint,
-c_b the body's centre of mass in its own frame. Where Âᵢ ≤ β τ̄ᵢ for every joint no wall is
+A ≤ Âᵢ = |g⃗| Σ_b m_b (ρ_b + |c_b|) (`peak_bounds`; the triangle inequality, as
+`model.reach`), summed over the subtree's bodies: ρ_b the lengths of the joint placements from
+joint i to the body's joint plus the travel of the prismatic joints on the way, c_b the body's
+centre of mass in its own frame. Where Âᵢ ≤ β τ̄ᵢ for every joint no wall is
 ever needed (the Panda's Âᵢ are at most 0.83 of its limits).
 """
 
@@ -45,6 +46,7 @@ import pinocchio as pin
 
 from wbc_control.kernel_cache import kernel
 from wbc_control.kernel_types import INDEX, MATRIX, VECTOR
+from wbc_control.model.reach import prismatic_travel
 from wbc_control.model.robot_model import RobotModel
 
 #: β: the share of a joint's effort limit the static gravity torque may take at its holding
@@ -66,12 +68,12 @@ class HoldingWalls:
         limits = np.asarray(effort_limits, dtype=float)
         ids = [model.getJointId(name) for name in robot.joint_names]
         revolute = np.array([_is_revolute(model, joint) for joint in ids], dtype=bool)
-        chosen = revolute & np.isfinite(limits) if size else np.zeros(0, dtype=bool)
-        self.joints = np.flatnonzero(chosen).astype(np.int64)  # actuated order
+        self.joints = np.flatnonzero(revolute & np.isfinite(limits)).astype(np.int64)
         self.columns = np.asarray(robot.indices.v, dtype=np.int64)[self.joints]  # their v index
         self.held = HOLDING_SHARE * limits[self.joints]  # β τ̄ᵢ
-        peaks = peak_bounds(model)[[ids[joint] for joint in self.joints]]
-        self.active = not robot.floating_base and bool((peaks > self.held).any())
+        self.active = not robot.floating_base and bool(
+            (peak_bounds(model)[[ids[joint] for joint in self.joints]] > self.held).any()
+        )
         self.model, self._data = model, model.createData()
         #: d⁺, d⁻ `(2, n_act)` as `distances` last wrote them; all inf while not `active`.
         self.walls = np.full((2, size), np.inf)
@@ -97,7 +99,8 @@ def peak_bounds(model: pin.Model) -> np.ndarray:
     """Âⱼ per joint of `model` `(njoints,)`: the module docstring's bound of A over all poses.
 
     |g⃗| Σ over the joint's subtree of m_b (ρ_b + |c_b|), ρ_b the sum of the lengths of the
-    joint placements from joint j (exclusive) to body b's joint (inclusive).
+    joint placements from joint j (exclusive) to body b's joint (inclusive) and of the travels
+    of the prismatic joints among them (`model.reach.prismatic_travel`; inf if unbounded).
     """
     gravity = float(np.linalg.norm(model.gravity.linear))
     peaks = np.zeros(model.njoints)
@@ -106,8 +109,9 @@ def peak_bounds(model: pin.Model) -> np.ndarray:
         total = 0.0
         for body in model.subtrees[joint]:  # depth first: a parent before its children
             if body != joint:
-                placement = model.jointPlacements[body].translation
-                reach[body] = reach[model.parents[body]] + float(np.linalg.norm(placement))
+                placement = float(np.linalg.norm(model.jointPlacements[body].translation))
+                travel = prismatic_travel(model, body)
+                reach[body] = reach[model.parents[body]] + placement + travel
             inertia = model.inertias[body]
             total += inertia.mass * (reach[body] + float(np.linalg.norm(inertia.lever)))
         peaks[joint] = gravity * total
