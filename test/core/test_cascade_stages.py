@@ -956,9 +956,9 @@ def test_the_stack_takes_the_weak_stiffness_from_its_actuated_joints_speed(monke
     state = random_state(talos, 3, speed=0.3)
     seen = []
 
-    def recorded(squared_speed):
+    def recorded(squared_speed, rate_share=0.0):
         seen.append(squared_speed)
-        return weak_stiffness(squared_speed)
+        return weak_stiffness(squared_speed, rate_share)
 
     monkeypatch.setattr(stack_problem, 'weak_stiffness', recorded)
     controller.compute(state)

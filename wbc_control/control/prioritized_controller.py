@@ -44,6 +44,7 @@ from wbc_control.control.contact.contacts import (
     contact_jacobian,
 )
 from wbc_control.control.hierarchy.moving_band import MovingBand
+from wbc_control.control.hierarchy.rate_hold import RateHold
 from wbc_control.control.hierarchy.stack_problem import StackProblem
 from wbc_control.control.results import ContactReports, ControllerResult, LazyReports, level_health
 from wbc_control.control.switching.contact_transitions import (
@@ -143,14 +144,15 @@ class PrioritizedController:
         self._per_stack: dict = {}
         self._held: np.ndarray | None = None  # the tick's joints held at their limits
         self._band = MovingBand()  # ε widened at speed (`moving_band`)
+        self._rate = RateHold()  # how much the rate limit holds the command (`rate_hold`)
         self._speeds = np.zeros(robot.n_actuated)  # |q̇| of the actuated joints, `compute`'s
         #: The last tick's singularity band: ε, or wider while a joint moves fast.
         self.damping_band = self.singular_value_threshold
         self._use(self.stacks.current, {})
 
     def restart(self) -> None:
-        """Forget the joints' past speed (`moving_band`): the next tick's band starts from ε."""
-        self._band.reset()
+        """Forget the joints' past speed and rate limiting (`moving_band`, `rate_hold`)."""
+        self._band.reset(), self._rate.reset()
 
     def task(self, name: str) -> Task:
         """The task called `name` (KeyError if unknown)."""
@@ -284,6 +286,7 @@ class PrioritizedController:
             blended = len(parts) > 1
             result = blend_results(shares, results, contacts, mu) if blended else results[0]
         unlimited = result.torque_unlimited
+        self._rate.update(result.rate_limited, now_s)
         switching.record(unlimited)
         torque, saturated, rate_limited = self.limiter.limit(unlimited, dt)
         # `result._replace` of the five fields, without its two Python calls.
@@ -318,7 +321,7 @@ class PrioritizedController:
         bounds = None if self.joint_limits is None else self.joint_limits.bounds(state)
         result = problem.solve(
             state, rows, target, constraint, bounds, window, self._sqrt_weights,
-            self._row_shares, band,
+            self._row_shares, band, self._rate.share,
         )  # fmt: skip
         if result.solution is None:
             raise SingularConstraint(

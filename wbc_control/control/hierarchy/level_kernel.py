@@ -40,6 +40,12 @@ WEAK_STIFFNESS = 1e4
 #: v₀ (rad/s): above this joint speed the weak directions' stiffness falls as 1 / ‖q̇‖
 #: (`weak_stiffness`).
 STIFFNESS_SPEED = 1.5
+#: g: a command the torque-rate limit holds (a filtered share s of its ticks on the rate
+#: window's edge, `rate_hold`) softens the weak directions to k / (1 + g s). At 10 a UR10 at
+#: 1000 N m/s rests in the four directions where it cycled (1.3-1.9 rad/s) and the Panda at 150,
+#: 300 and 600 N m/s settles as without (at 30 it cycled at 300 N m/s towards (−0.2, 1.2, 1.4)
+#: m; `dev/unconfigured_reach.py --arm ur10 --rate-limit 1000`).
+RATE_SOFTENING = 10.0
 #: K (1/s) of the damped reference q̈_posture − K v, the weak directions' target, at speed.
 REFERENCE_DAMPING = 100.0
 #: v_K (rad/s): below this joint speed K fades in proportion (`reference_damping`).
@@ -48,8 +54,12 @@ DAMPING_SPEED = 0.3
 LEVEL_PROBLEM = types.Tuple((boolean, C_MATRIX, int64, int64, int64, float64, float64))
 
 
-def weak_stiffness(squared_speed: float) -> float:
-    """The stiffness k of this tick: `WEAK_STIFFNESS` min(1, v₀ / ‖q̇‖), v₀ = `STIFFNESS_SPEED`.
+def weak_stiffness(squared_speed: float, rate_share: float = 0.0) -> float:
+    """The stiffness k of this tick: `WEAK_STIFFNESS` min(1, v₀ / ‖q̇‖) / (1 + g s).
+
+    v₀ = `STIFFNESS_SPEED`; g = `RATE_SOFTENING`, s = `rate_share`, how much the torque-rate
+    limit holds the command (`rate_hold`): a push the rate-limited command cannot follow is
+    softened while it cannot.
 
     k bounds how much a weak direction's push changes per radian the configuration moves
     (`_damping`); moving at ‖q̇‖ rad/s it changes at up to k ‖q̇‖ a second, so k alone lets an
@@ -58,9 +68,10 @@ def weak_stiffness(squared_speed: float) -> float:
     second; below v₀, and at rest, where the arm settles, k is `WEAK_STIFFNESS`.
     `squared_speed`: ‖q̇‖² over the actuated joints (its root is taken only above v₀).
     """
+    stiffness = WEAK_STIFFNESS / (1.0 + RATE_SOFTENING * rate_share)
     if squared_speed > STIFFNESS_SPEED * STIFFNESS_SPEED:
-        return WEAK_STIFFNESS * STIFFNESS_SPEED / math.sqrt(squared_speed)
-    return WEAK_STIFFNESS
+        return stiffness * STIFFNESS_SPEED / math.sqrt(squared_speed)
+    return stiffness
 
 
 def reference_damping(squared_speed: float) -> float:
