@@ -138,8 +138,6 @@ class PrioritizedController:
         limits = robot.effort_limits if effort_limits is None else effort_limits
         self.limiter = TorqueLimiter(limits, torque_rate_limits)
         self.joint_limits = joint_limits
-        self._none_limited = np.zeros(robot.n_actuated, dtype=bool)
-        self._none_limited.flags.writeable = False
         self._actuated = as_slice(robot.indices.v)
         self._per_stack: dict = {}
         self._held: np.ndarray | None = None  # the tick's joints held at their limits
@@ -152,7 +150,8 @@ class PrioritizedController:
 
     def restart(self) -> None:
         """Forget the joints' past speed and rate limiting (`moving_band`, `rate_hold`)."""
-        self._band.reset(), self._rate.reset()
+        self._band.reset()
+        self._rate.reset()
 
     def task(self, name: str) -> Task:
         """The task called `name` (KeyError if unknown)."""

@@ -65,7 +65,7 @@ def weak_stiffness(squared_speed: float, rate_share: float = 0.0) -> float:
     (`_damping`); moving at ‖q̇‖ rad/s it changes at up to k ‖q̇‖ a second, so k alone lets an
     arm that passes a singularity at its velocity limits (reaching for a target out of reach)
     step its command: a UR10 by 23 N m in a tick. Scaled, the push changes at most at k v₀ a
-    second; below v₀, and at rest, where the arm settles, k is `WEAK_STIFFNESS`.
+    second; below v₀, and at rest, where the arm settles, k is `WEAK_STIFFNESS` / (1 + g s).
     `squared_speed`: ‖q̇‖² over the actuated joints (its root is taken only above v₀).
     """
     stiffness = WEAK_STIFFNESS / (1.0 + RATE_SOFTENING * rate_share)
