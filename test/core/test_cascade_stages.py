@@ -491,6 +491,24 @@ def test_a_controllers_joint_bound_rows_carry_the_joint_ratio_its_other_rows_the
     )
 
 
+def test_the_bound_rows_of_joints_with_holding_walls_carry_the_plain_ratio():
+    """A joint whose effort limit cannot hold the arm everywhere: its bound is physical."""
+    arm = robot('talos_left_arm')
+    limits = JointLimits(arm, arm.effort_limits)
+    walled = limits.holding.walled
+    assert walled.any() and not walled.all()
+    entries = [TaskEntry('posture', JointPostureTask(arm, np.zeros(arm.n_actuated), kp=25.0), 0)]
+    controller = PrioritizedController(arm, entries, joint_limits=limits)
+    state = random_state(arm, 4)
+    controller.compute(state)
+    window = (-arm.effort_limits, arm.effort_limits)
+    hard = controller._problem.hard_constraints(state, None, limits.bounds(state), window)[0]
+    columns = np.flatnonzero(np.count_nonzero(hard.rows, axis=1) == 1)
+    joints = np.argmax(np.abs(hard.rows[columns]), axis=1)  # each bound's q̈ coordinate
+    expected = np.where(walled[joints], stage_qp.DEGENERATE, stage_qp.JOINT_DEGENERATE)
+    np.testing.assert_array_equal(hard.degenerate[columns], expected)
+
+
 @pytest.mark.parametrize('joint', [True, False])
 def test_a_row_turns_hard_at_the_degenerate_ratio_without_moving_the_stages_solution(joint):
     """The solution is continuous in a row's ratio: soft below, hard from `HARD_SHARE` on.

@@ -109,8 +109,13 @@ def test_strong_joints_prismatic_joints_floating_bases_and_compensated_gravity_g
     walls = HoldingWalls(panda, weak)
     assert list(walls.joints) == list(range(7))  # the fingers (prismatic) have none
     assert np.isinf(walls.distances(state.q)[:, 7:]).all()
+    assert not strong.walled.any()
+    assert walls.walled.tolist() == [True] * 7 + [False, False]
+    mixed = panda.effort_limits * np.array([0.05, 0.05, 1.0, 1.0, 0.05, 1.0, 1.0, 0.01, 0.01])
+    assert HoldingWalls(panda, mixed).walled.tolist() == [1, 1, 0, 0, 1, 0, 0, 0, 0]
     talos = robot('talos')  # floating base: the stance legs' load is the contacts'
     assert not HoldingWalls(talos, talos.effort_limits * 0.01).active
+    assert not HoldingWalls(talos, talos.effort_limits * 0.01).walled.any()
     limits = JointLimits(panda, weak, holding=False)  # a driver adding gravity itself
     assert np.isinf(limits.holding.distances(state.q)).all()
 

@@ -130,7 +130,9 @@ def test_an_arm_reaching_1_2_m_beyond_its_reach_comes_to_rest_inside_its_limits(
 #: posture level alternated tick by tick along a wrist bound) and the Z1 (shoulder and elbow at
 #: their walls: its posture level held at the vertex of two nearly parallel joint bounds, whose
 #: side turned over with the state): the bounds the point sits on yield below the first level
-#: (`stage_rows.stage_inequalities`).
+#: (`stage_rows.stage_inequalities`). The UR10 backwards (its posture level held to a joint
+#: bound it had little grip on stepped the shoulder's torque by 17.1 N m at 0.73 s): a joint
+#: bound is soft in a level's stage below `stage_qp.JOINT_DEGENERATE` of grip.
 OTHER_DIRECTIONS = [
     pytest.param('xarm7', (0.0, 0.0, 1.0), id='xarm7-up'),
     pytest.param('xarm7', (0.0, 1.0, 0.0), id='xarm7-left'),
@@ -140,6 +142,7 @@ OTHER_DIRECTIONS = [
     pytest.param('z1', (0.0, 1.0, 0.0), id='z1-left'),
     pytest.param('z1', (0.0, -1.0, 0.0), id='z1-right'),
     pytest.param('z1', (-1.0, 0.0, 0.0), id='z1-back'),
+    pytest.param('ur10', (-1.0, 0.0, 0.0), id='ur10-back'),
 ]
 
 

@@ -233,8 +233,9 @@ class PrioritizedController:
         self._row_shares = row_load_shares(stack.contacts, load_shares, stack.row_weights)
         if stack.key not in self._per_stack:
             self._per_stack[stack.key] = StackProblem(
-                self.robot, stack, self.friction_coefficient, self._sole_half_size
-            )
+                self.robot, stack, self.friction_coefficient, self._sole_half_size,
+                None if self.joint_limits is None else self.joint_limits.holding.walled,
+            )  # fmt: skip
         self._problem = self._per_stack[stack.key]
         # Each tick every task writes its rows of the stacked arrays, then the targets are set.
         self._writers = [writer for level in stack.levels for writer in level.writers]

@@ -57,8 +57,10 @@ class StackProblem:
         stack: Stack,
         friction_coefficient: float,
         sole_half_size: np.ndarray | None,
+        walled: np.ndarray | None = None,
     ) -> None:
         self.robot = robot
+        self._walled = walled  # `(n_act,)` joints with holding walls (`gravity_holding`)
         levels = stack.levels
         self._generic_ranks = stack.generic_ranks
         self._force_scale = 1.0 / max(pin.computeTotalMass(robot.model), 1e-9)
@@ -67,11 +69,8 @@ class StackProblem:
         self.force_count = (
             sum(contact.dim for contact in stack.contacts) if robot.floating_base else 0
         )
-        self.friction = (
-            friction_rows(stack.contacts, friction_coefficient)
-            if self.force_count
-            else np.zeros((0, 0))
-        )
+        rows = friction_rows(stack.contacts, friction_coefficient) if self.force_count else None
+        self.friction = np.zeros((0, 0)) if rows is None else rows
         self._actuated = np.asarray(robot.indices.v, dtype=np.int64)
         actuated = self._actuated.shape[0]
         #: The stacked rows of each joint-posture task's ẍ*, lowest level last (`reference`).
@@ -324,14 +323,15 @@ class StackProblem:
             rows[friction, nv:] = self.friction
         lower[friction] = lower[pressure] = -np.inf
         upper[friction] = upper[pressure] = 0.0
-        joint_flags = np.zeros(total, dtype=bool)
+        joint_flags, physical = np.zeros(total, dtype=bool), np.zeros(total, dtype=bool)
         box, joint_columns = None, self._actuated[:0]
         if limited is not None:
             joint_columns = self._actuated[limited]
             rows[joints][np.arange(sizes[5]), joint_columns] = 1.0
             joint_flags[joints] = True
+            physical[joints] = False if self._walled is None else self._walled[limited]
             box = (np.full(nv, -np.inf), np.full(nv, np.inf))
-        ratios = degenerate_ratios(joint_flags)  # a joint bound's, or another row's
+        ratios = degenerate_ratios(joint_flags & ~physical)  # a tracking law's, or physical
         hard = HardConstraints(rows, lower, upper, equality, None, box, ratios, joint_flags)
         cones = self._cone_rows(friction.start, pressure.start) if contacts else ()
         free = None if equality.any() else _all_free(hard, nv)

@@ -43,14 +43,18 @@ CARRIED_TOLERANCE = 1e-5
 #: above left the point on.
 DEGENERATE = 1e-2
 #: The same for a joint's acceleration bound. Hard, such a row moves the stage's step by
-#: 1 / ratio per unit of its room: a posture level blocked by a joint's velocity ceiling that
-#: the levels above left it little grip on turned small changes of the state into command
-#: steps, and kept a Kinova arm reaching out of reach creeping at 0.024 rad/s after 6 s; at 0.1
-#: it rests (`test/sim/test_unconfigured_robots.py`). A joint bound is the viability ceiling's
-#: tracking law (`control.constraints.joint_limits`), which the next tick's bound corrects; the
-#: torque range and the friction cones are physical and keep `DEGENERATE` (at 0.1 a lower
-#: level's slack took a Panda's torque 37 N m past its effort limit).
-JOINT_DEGENERATE = 1e-1
+#: 1 / ratio per unit of its room: a posture level blocked by a joint bound that the levels
+#: above left it little grip on turned small changes of the state into command steps and limit
+#: cycles. A joint bound is the viability ceiling's tracking law (`control.constraints.
+#: joint_limits`), which the next tick's bound corrects. At 0.1 (0.01 before) a Kinova arm
+#: reaching out of reach stopped creeping (0.024 rad/s after 6 s); at 0.3 a UR10 reaching back
+#: makes no 17 N m step and 8 more of 120 random reaches rest (a Z1 whose posture held to an
+#: elbow bound cycled at 0.1-0.2 rad/s; `dev/unconfigured_reach.py --starts 12 --seed 1`). The
+#: torque range, the friction cones and the bounds of a joint with holding walls (its effort
+#: limit cannot hold the arm everywhere, `gravity_holding`) are physical and keep `DEGENERATE`:
+#: at 0.1 a lower level's slack took a Panda's torque 37 N m past its effort limit, and at 0.3
+#: Talos' left arm, soft at its shoulder's wall, swung at 1.9 rad/s.
+JOINT_DEGENERATE = 0.3
 #: A soft row's slack costs this times the QP's mean curvature (squared).
 SOFT_WEIGHT = 1e4
 
@@ -102,7 +106,7 @@ def inequalities(
 def degenerate_ratios(joint: np.ndarray) -> np.ndarray:
     """Each row's degenerate ratio, read-only: `JOINT_DEGENERATE` or `DEGENERATE`.
 
-    `joint`: which rows bound a joint's acceleration.
+    `joint`: which rows are a joint's tracking law (its acceleration bound, no holding walls).
     """
     thresholds = np.where(joint, JOINT_DEGENERATE, DEGENERATE)
     thresholds.flags.writeable = False
