@@ -968,18 +968,14 @@ def test_the_stack_damps_its_reference_by_the_actuated_joints_speed(speed, monke
     np.testing.assert_allclose(references[0], expected, rtol=1e-12, atol=1e-12)
 
 
-def test_the_stack_takes_the_weak_stiffness_from_its_actuated_joints_speed(monkeypatch):
+def test_the_stack_takes_the_weak_stiffness_from_its_actuated_joints_speed(
+    weak_stiffness_calls,
+):
     """‖q̇‖ over the actuated joints only: a floating base's twist does not soften it."""
     talos, controller = talos_controller()
     state = random_state(talos, 3, speed=0.3)
-    seen = []
-
-    def recorded(squared_speed, rate_share=0.0):
-        seen.append(squared_speed)
-        return weak_stiffness(squared_speed, rate_share)
-
-    monkeypatch.setattr(stack_problem, 'weak_stiffness', recorded)
     controller.compute(state)
     joints = state.v[talos.indices.v]
+    seen = [squared_speed for squared_speed, _ in weak_stiffness_calls]
     assert seen == [pytest.approx(joints.dot(joints), rel=1e-12)]
     assert joints.dot(joints) < state.v.dot(state.v)  # the base moves too

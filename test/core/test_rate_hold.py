@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from robots import random_state, robot
 
-from wbc_control.control.hierarchy import stack_problem
 from wbc_control.control.hierarchy.level_kernel import (
     RATE_SOFTENING,
     STIFFNESS_SPEED,
@@ -86,18 +85,11 @@ def ur5_controller():
 
 
 def test_the_controller_feeds_the_share_of_rate_held_ticks_to_the_next_ticks_stiffness(
-    monkeypatch,
+    weak_stiffness_calls,
 ):
     """A window narrower than the tick's torque holds it on its edge: s rises, k falls."""
     ur5, controller = ur5_controller()
     state = random_state(ur5, 2, speed=0.2)
-    seen = []
-
-    def recorded(squared_speed, rate_share=0.0):
-        seen.append(rate_share)
-        return weak_stiffness(squared_speed, rate_share)
-
-    monkeypatch.setattr(stack_problem, 'weak_stiffness', recorded)
     free = controller.compute(state, now_s=0.0).torque
     limits = controller.limiter.effort_limits
     window = (np.maximum(free - 1.0, -limits), np.minimum(free - 0.5, limits))  # below it
@@ -106,7 +98,8 @@ def test_the_controller_feeds_the_share_of_rate_held_ticks_to_the_next_ticks_sti
         assert result.rate_limited.any()
     step = 1.0 - math.exp(-0.002 / RATE_HOLD_TIME)
     expected = [0.0, 0.0] + [1.0 - (1.0 - step) ** n for n in range(1, 5)]
-    assert seen == pytest.approx(expected)  # each tick uses the share before it
+    shares = [share for _, share in weak_stiffness_calls]
+    assert shares == pytest.approx(expected)  # each tick uses the share before it
     controller.restart()
     controller.compute(state, now_s=0.02)
-    assert seen[-1] == 0.0
+    assert weak_stiffness_calls[-1][1] == 0.0
