@@ -71,11 +71,12 @@ class HoldingWalls:
         self.joints = np.flatnonzero(revolute & np.isfinite(limits)).astype(np.int64)
         self.columns = np.asarray(robot.indices.v, dtype=np.int64)[self.joints]  # their v index
         self.held = HOLDING_SHARE * limits[self.joints]  # β τ̄ᵢ
-        beyond = peak_bounds(model)[[ids[joint] for joint in self.joints]] > self.held
-        self.active = not robot.floating_base and bool(beyond.any())
         #: `(n_act,)` which joints get walls: their bounds are the effort limits' (physical).
         self.walled = np.zeros(size, dtype=bool)
-        self.walled[self.joints] = beyond & self.active
+        if not robot.floating_base:  # on a floating base the stance legs' load is the contacts'
+            peaks = peak_bounds(model)[[ids[joint] for joint in self.joints]]
+            self.walled[self.joints] = peaks > self.held
+        self.active = bool(self.walled.any())
         self.model, self._data = model, model.createData()
         #: d⁺, d⁻ `(2, n_act)` as `distances` last wrote them; all inf while not `active`.
         self.walls = np.full((2, size), np.inf)

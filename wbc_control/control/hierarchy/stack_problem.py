@@ -104,18 +104,19 @@ class StackProblem:
         self._metric = np.zeros((nx, nx)) if self.force_count else None  # `metric`'s buffer
 
     def solve(
-        self, state, rows, target, constraint, bounds, window, weights, shares, band, rate_share
-    ) -> CascadeResult:
+        self, state: RobotState, rows, target, constraint, bounds, window, weights, shares, band,
+        rate_share,
+    ) -> CascadeResult:  # fmt: skip
         """X = (q̈, f) of the hierarchical least squares (`wbc_control.control.hierarchy.cascade`).
 
         `rows`: the stack's stacked task terms, `target` their ẍ* − J̇v; `weights` √w per row of
         each level; `shares` each contact row's load share; `band` ε (as widened at speed,
         `moving_band`); `rate_share` how much the rate limit holds the command (`rate_hold`).
-        Where the joint bounds and the hard constraints have no common solution
-        (a joint far beyond its wall, a torque range too narrow to brake it), the joint bounds
-        become soft: violated as little as possible; where even the torque range and the
-        friction pyramids have none (a robot the floor cannot hold), every inequality does. The
-        contacts and the base rows stay exact.
+        Where the joint bounds and the hard constraints have no common solution (a joint far
+        beyond its wall, a torque range too narrow to brake it), the joint bounds become soft:
+        violated as little as possible; where even the torque range and the friction pyramids
+        have none (a robot the floor cannot hold), every inequality does. The contacts and the
+        base rows stay exact.
         """
         levels = self.levels(state, rows, target, weights)
         if self.force_count:
