@@ -495,7 +495,7 @@ def test_the_bound_rows_of_joints_with_holding_walls_carry_the_plain_ratio():
     """A joint whose effort limit cannot hold the arm everywhere: its bound is physical."""
     arm = robot('talos_left_arm')
     limits = JointLimits(arm, arm.effort_limits)
-    walled = limits.holding.walled
+    walled = limits.walled
     assert walled.any() and not walled.all()
     entries = [TaskEntry('posture', JointPostureTask(arm, np.zeros(arm.n_actuated), kp=25.0), 0)]
     controller = PrioritizedController(arm, entries, joint_limits=limits)

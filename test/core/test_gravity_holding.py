@@ -118,6 +118,8 @@ def test_strong_joints_prismatic_joints_floating_bases_and_compensated_gravity_g
     assert not HoldingWalls(talos, talos.effort_limits * 0.01).walled.any()
     limits = JointLimits(panda, weak, holding=False)  # a driver adding gravity itself
     assert np.isinf(limits.holding.distances(state.q)).all()
+    assert not limits.walled.any()
+    assert JointLimits(panda, mixed).walled.tolist() == [1, 1, 0, 0, 1, 0, 0, 0, 0]
 
 
 @settings(max_examples=20, deadline=None)

@@ -234,7 +234,7 @@ class PrioritizedController:
         if stack.key not in self._per_stack:
             self._per_stack[stack.key] = StackProblem(
                 self.robot, stack, self.friction_coefficient, self._sole_half_size,
-                None if self.joint_limits is None else self.joint_limits.holding.walled,
+                None if self.joint_limits is None else self.joint_limits.walled,
             )  # fmt: skip
         self._problem = self._per_stack[stack.key]
         # Each tick every task writes its rows of the stacked arrays, then the targets are set.

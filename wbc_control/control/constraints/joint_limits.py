@@ -135,6 +135,8 @@ class JointLimits:
         self._bounds = np.empty((2, size))
         holds = self.effort_limits if holding else np.full(size, np.inf)  # inf: no walls
         self.holding = HoldingWalls(robot, holds)
+        #: Which actuated joints have holding walls, `(n_act,)` bool (`HoldingWalls.walled`).
+        self.walled = self.holding.walled
 
     def bounds(self, state: RobotState) -> np.ndarray:
         """(a⁻, a⁺) of every actuated joint at `state`, the rows of a `(2, n_act)` buffer.
