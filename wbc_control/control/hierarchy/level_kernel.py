@@ -35,7 +35,12 @@ CLAMP_LIMIT = 3.0
 #: at rest. ω = √k = 100 rad/s keeps ω dt at 0.2 for a 500 Hz loop, and the reference's
 #: damping (`REFERENCE_DAMPING`, 100/s) gives it ζ = 0.5; a target out of reach
 #: makes the plain band's stiffness 10 to 100 times this, which a rate-limited command cannot
-#: follow (a limit cycle through the singularity).
+#: follow (a limit cycle through the singularity). A softer push trades one arm for another
+#: (`dev/unconfigured_reach.py --starts 12 --seed 1`, test_edges.py's runs): at 3 × 10³ the Z1
+#: rests from 12 of 12 random starts (7 at 10⁴) and the xArm7 from 9 and 12 (7 and 9; without
+#: and with the rate limit), but the Panda towards (−0.2, 1.2, 1.4) m creeps at 0.04 rad/s (as
+#: with 3 × 10³ up to the speed where 10⁴ v₀ / ‖q̇‖ is lower); at 5 × 10³ 99 of the 120 random
+#: runs rest (94), but the Panda towards (1.5, 0, 0.5) m steps by 6.2 N m without the rate limit.
 WEAK_STIFFNESS = 1e4
 #: v₀ (rad/s): above this joint speed the weak directions' stiffness falls as 1 / ‖q̇‖
 #: (`weak_stiffness`).
