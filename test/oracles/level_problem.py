@@ -20,7 +20,9 @@ class Level(NamedTuple):
 
     hessian: np.ndarray
     gradient: np.ndarray
-    step: np.ndarray  # the least-norm least-squares step of the design
+    #: the least-norm least-squares step of the design, plus F Fᵀ z_ref along the directions
+    #: the level leaves (the tie-break's aim)
+    step: np.ndarray
     fixed_projector: np.ndarray  # F Fᵀ over the joint-moving columns (F's basis is not unique)
     report: tuple[int, int, float, float]
 
@@ -79,5 +81,12 @@ def level_problem(
     curvature = tie_break * singular[0] ** 2
     hessian[:moving, :moving] += curvature * fixed.dot(fixed.T)
     hessian[moving:, moving:] += curvature * np.eye(size - moving)
-    step = np.linalg.lstsq(design, goal, rcond=None)[0]
-    return Level(hessian, -design.T.dot(goal), step, fixed.dot(fixed.T), report)
+    # The tie-break's aim: the coordinates of q̈_ref − x₀ in Z's q̈ rows, F Fᵀ of them, times
+    # the deepest weak share.
+    deepest = shares.max(initial=0.0)
+    aim = np.zeros(size)
+    coordinates = np.linalg.lstsq(joints, reference - point[:nv])[0]
+    aim[:moving] = deepest * fixed.dot(fixed.T).dot(coordinates)
+    gradient = -design.T.dot(goal) - curvature * aim
+    step = np.linalg.lstsq(design, goal, rcond=None)[0] + aim
+    return Level(hessian, gradient, step, fixed.dot(fixed.T), report)

@@ -181,6 +181,24 @@ def test_an_arm_too_weak_to_hold_itself_out_rests_where_its_joints_hold_it(direc
     assert (gravity / limits).max() > 0.5 * HOLDING_SHARE  # it did raise its arm
 
 
+@pytest.mark.parametrize('rate_limit', [0.0, 1000.0])
+def test_an_arm_whose_shoulder_sits_on_its_bound_comes_to_rest_reaching_in_front(
+    rate_limit: float,
+) -> None:
+    """Talos's left arm, 1.2 m in front: its shoulder (arm_left_1) stops on its lower bound.
+
+    Without the shoulder the hand's rows have a singular value of 10⁻⁴ against 0.57: the
+    hand's level could reach on only by turning the wrist, which its residual hardly sees. With
+    the tie-break of the directions a level leaves aimed at no motion, it did, and the wrist
+    oscillated at 17 Hz (0.20 rad/s over the last second); aimed at the motion the posture
+    asks for (`level_kernel.level_problem`), the arm rests.
+    """
+    robot, simulation, positions = build(MORE_ARMS['talos_left_arm'], floating_base=False)
+    front = np.array((1.0, 0.0, 0.0))
+    outcome = reach(robot, simulation, positions, rate_limit, 'frame_position', front)
+    check_rest_and_reach(robot, outcome)
+
+
 @pytest.mark.parametrize(('name', 'rate_limit'), reach_cases())
 def test_an_arm_reaching_for_a_pose_1_2_m_beyond_its_reach_does_not_step_its_command(
     name: str, rate_limit: float

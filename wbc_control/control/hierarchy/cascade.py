@@ -79,8 +79,9 @@ from wbc_control.control.hierarchy.stage_rows import (
 )
 
 #: A level's tie-break: the curvature, relative to its largest, of each step along directions
-#: its residual does not see. It keeps the QP well conditioned; it biases the level only where
-#: an inequality makes a step along them pay off, and then by about this fraction.
+#: its residual does not see (about the motion the levels below ask for as far as the level is
+#: weak, `level_problem`). It keeps the QP well conditioned; it biases the level only where an
+#: inequality makes a step along them pay off, and then by about this fraction.
 LEVEL_TIE_BREAK = 1e-3
 #: A squared singular value at or below this fraction of the largest is not a direction the
 #: equality rows fix (a numerical rank, Golub & Van Loan 2013, sec 5.5).
