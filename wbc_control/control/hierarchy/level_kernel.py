@@ -96,10 +96,24 @@ def reference_damping(squared_speed: float) -> float:
 
 
 @kernel()
-def _damping(values, demand, band, stiffness):  # pragma: no cover - runs compiled
+def _band_profile(values, band):  # pragma: no cover - runs compiled
+    """ρᵢ = 1 − (sᵢ / ε s_max)² inside the band sᵢ < ε s_max, 0 outside (Chiaverini 1997).
+
+    Continuous: 0 at the band's edge, 1 for a direction lost (sᵢ = 0).
+    """
+    edge = band * values[0]
+    profile = np.zeros(values.shape[0])
+    for i in range(values.shape[0]):
+        if values[i] < edge:
+            profile[i] = 1.0 - (values[i] / edge) ** 2
+    return profile
+
+
+@kernel()
+def _damping(values, profile, demand, band, stiffness):  # pragma: no cover - runs compiled
     """λᵢ² per direction: Chiaverini's (1997) variable damping with a demand-bounded stiffness.
 
-    λᵢ² = ρᵢ λ²_max inside the band sᵢ < ε s_max, 0 outside, with ρᵢ = 1 − sᵢ² / (ε s_max)²,
+    λᵢ² = ρᵢ λ²_max, ρᵢ = `profile` (`_band_profile`), with
     λ²_max = max((ε s_max)², s_max ‖c‖ / k) and k = `stiffness`; ‖c‖² = Σ ρⱼ cⱼ² / maxⱼ ρⱼ
     over the weak directions, cⱼ = uⱼᵀ (T − R x₀) the level's demand along each. Near a
     singularity the level's push sᵢ cᵢ / λᵢ² along vᵢ grows with sᵢ at a rate of about
@@ -111,18 +125,14 @@ def _damping(values, demand, band, stiffness):  # pragma: no cover - runs compil
     band adds ρ = 0 to the sum: the weights stay continuous.
     """
     edge = band * values[0]
-    weights = np.zeros(values.shape[0])
-    for i in range(values.shape[0]):
-        if values[i] < edge:
-            weights[i] = 1.0 - (values[i] / edge) ** 2
-    deepest = weights.max() if values.shape[0] else 0.0
+    deepest = profile.max() if values.shape[0] else 0.0
     if not deepest > 0.0:
-        return weights
+        return profile
     spread = 0.0
     for i in range(values.shape[0]):
-        spread += weights[i] / deepest * demand[i] * demand[i]  # the deepest: exactly cᵢ²
+        spread += profile[i] / deepest * demand[i] * demand[i]  # the deepest: exactly cᵢ²
     peak = max(edge * edge, values[0] * math.sqrt(spread) / stiffness)
-    return weights * peak
+    return profile * peak
 
 
 @kernel()
@@ -159,20 +169,6 @@ def _clamps(values, demand, directions, low, high):  # pragma: no cover - runs c
     return out
 
 
-@kernel()
-def _deepest_share(values, count, band):  # pragma: no cover - runs compiled
-    """ρ_max, the largest 1 − (sᵢ / ε s_max)² over the first `count` singular values.
-
-    0 where none is weak; continuous: 0 at the band's edge, 1 for a lost direction (sᵢ = 0).
-    """
-    edge = band * values[0]
-    share = 0.0
-    for i in range(count):
-        if values[i] < edge:
-            share = max(share, 1.0 - (values[i] / edge) ** 2)
-    return share
-
-
 @kernel(
     LEVEL_PROBLEM(
         MATRIX, VECTOR, int64, VECTOR, MATRIX, int64, VECTOR, float64, boolean, float64, float64,
@@ -206,7 +202,7 @@ def level_problem(
     and gets λᵢ² > 0 (`_damping`, k = `stiffness`). The QP is
     ½ ‖D z − b‖² + ½ t s₀² (‖Fᵀ (z − ρ z_ref)‖² + ‖z_f‖²) (F: `fixed`; z_f: the force-only
     columns; t = `tie_break`; z_ref the least-squares solution of Z's q̈ rows z = q̈_ref − x₀;
-    ρ = `_deepest_share`), D z − b stacking R Z z − (T − R x₀) and λᵢ (vᵢᵀ Z z −
+    ρ = maxᵢ ρᵢ, `_band_profile`), D z − b stacking R Z z − (T − R x₀) and λᵢ (vᵢᵀ Z z −
     vᵢᵀ (q̈_ref − x₀)); H = DᵀD + t s₀² F Fᵀ (+ t s₀² on z_f), g = −Dᵀ b − t s₀² ρ F Fᵀ z_ref,
     z* = −H⁻¹ g (the least-squares solution where the Cholesky factor fails). A weak level's
     tie-break leaves the directions it does not set towards where the levels below ask for
@@ -247,13 +243,16 @@ def level_problem(
     directions_count = min(generic_rank, values.shape[0])
     weak_count, damped_count, condition, regularisation = 0, 0, math.inf, 0.0
     weights = np.zeros(0)
+    deepest = 0.0  # maxᵢ ρᵢ
     shares = np.zeros(0)
     damped_rows = np.zeros((0, nv))
     residual = target - level_rows.dot(np.ascontiguousarray(point[:nv]))
     if directions_count > 0 and values[0] > 0.0:
         largest = values[0]
         demand = np.ascontiguousarray(left_q[:, :directions_count]).T.dot(residual)
-        towards_reference = _damping(values[:directions_count], demand, band, stiffness)
+        profile = _band_profile(values[:directions_count], band)
+        deepest = profile.max()
+        towards_reference = _damping(values[:directions_count], profile, demand, band, stiffness)
         directions = np.ascontiguousarray(right[:directions_count]).dot(
             np.ascontiguousarray(basis_q.T)
         )
@@ -293,12 +292,11 @@ def level_problem(
     curvature = tie_break * singular[0] ** 2
     leaves = fixed.dot(fixed.T)
     hessian[:moving, :moving] += curvature * leaves
-    share = _deepest_share(values, directions_count, band)
-    if share > 0.0:  # a weak level: its tie-break aims at ρ z_ref
+    if deepest > 0.0:  # a weak level: its tie-break aims at ρ z_ref
         aim = basis_q.T.dot(np.ascontiguousarray(reference - point[:nv]))
         if not orthonormal:
             aim = np.linalg.solve(triangle, aim)
-        gradient[:moving] -= curvature * share * leaves.dot(aim)
+        gradient[:moving] -= curvature * deepest * leaves.dot(aim)
     for i in range(moving, size):
         hessian[i, i] += curvature
     lower = cholesky(hessian)
